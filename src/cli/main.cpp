@@ -1,0 +1,95 @@
+// lmx: a command-line experiment runner for Transformer architecture research.
+#include <fmt/format.h>
+#include <torch/version.h>
+
+#include <iostream>
+
+#include "cli/app.h"
+#include "model/registry.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/runtime.h"
+
+namespace {
+
+std::string components_footer() {
+  std::string out = "\nComponents (model.ffn, model.norm, model.attention, model.position):\n";
+  for (auto kind : lmx::registry::kinds())
+    out += fmt::format("  {:<10} {}\n", lmx::registry::kind_name(kind),
+                       fmt::join(lmx::registry::names(kind), ", "));
+  return out;
+}
+
+void print_version() {
+  auto blas = lmx::runtime::blas_info();
+  std::cout << fmt::format("lmx {}\n", LMX_VERSION)
+            << fmt::format("LibTorch {}\n", TORCH_VERSION)
+            << fmt::format("BLAS {}{}\n", blas.library,
+                           blas.openblas ? " (OpenBLAS " + blas.config + ")" : " (not OpenBLAS: slow reference BLAS?)")
+            << fmt::format("threads {}\n", lmx::runtime::threads())
+            << fmt::format("CUDA {}\n", lmx::runtime::cuda_available() ? "available" : "not available");
+}
+
+int error_exit(const lmx::Error& e) {
+  std::cerr << "lmx: error: " << e.what() << "\n";
+  if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
+  return e.exit_code();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace lmx;
+  CLI::App app{"lmx: train, evaluate and ablate small Transformer LMs on CPU"};
+  app.footer(components_footer());
+  app.fallthrough();
+  app.require_subcommand(0, 1);
+  cli::Globals g;
+  bool version = false;
+  app.add_flag("--version", version, "print versions of lmx, LibTorch, the BLAS in use, threads, CUDA");
+  app.add_option("--threads", g.threads, "intra-op threads for LibTorch and OpenBLAS (default 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--device", g.device, "cpu or cuda (cuda needs a CUDA build of LibTorch)");
+  app.add_option("--seed", g.seed, "base seed for the verbs that take one");
+  app.add_option("--out", g.out, "output directory for results");
+  app.add_flag("-v,--verbose", g.verbose, "more log lines");
+  app.add_flag("-q,--quiet", g.quiet, "only warnings and errors on stderr");
+  cli::add_config_commands(app, g);
+  cli::add_list_command(app, g);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "lmx: error: " << e.what() << "\n  hint: lmx --help lists verbs and options\n";
+    return 2;
+  }
+
+  try {
+    log::init(g.quiet ? -1 : g.verbose);
+    runtime::set_threads(g.threads > 0 ? g.threads : runtime::default_threads());
+    runtime::check_device(g.device);
+    if (version) {
+      print_version();
+      return 0;
+    }
+    if (!g.run) {
+      std::cout << app.help();
+      return 2;
+    }
+    return g.run();
+  } catch (const Error& e) {
+    return error_exit(e);
+  } catch (const c10::Error& e) {
+    std::cerr << "lmx: error: LibTorch: " << e.what_without_backtrace() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "lmx: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,243 @@
+#include "config/config.h"
+
+#include <yaml-cpp/yaml.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config/fields.h"
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace lmx {
+
+int ModelConfig::ffn_hidden(bool gated) const {
+  if (d_ff > 0) return d_ff;
+  const long long plain = d_ff_plain > 0 ? d_ff_plain : 4LL * d_model;
+  // A gated FFN has three matrices instead of two: 2/3 of the width keeps the parameter
+  // count (rounded to nearest: 256 -> 171), then rounded up to d_ff_multiple (Llama: 256).
+  const long long width = gated ? (2 * plain + 1) / 3 : plain;
+  const long long m = d_ff_multiple;
+  return static_cast<int>((width + m - 1) / m * m);
+}
+
+namespace {
+
+const std::vector<std::string> kSections = {"model", "train", "data"};
+const std::vector<std::string> kTopKeys = {"extends", "model", "train", "data"};
+
+std::string where(const std::string& file, const YAML::Mark& mark) {
+  if (mark.is_null()) return file;
+  return fmt::format("{}:{}:{}", file, mark.line + 1, mark.column + 1);
+}
+
+std::vector<std::string> section_keys(const std::string& section) {
+  std::vector<std::string> keys;
+  for (const auto& f : config_fields())
+    if (f.key.rfind(section + ".", 0) == 0) keys.push_back(f.key.substr(section.size() + 1));
+  return keys;
+}
+
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& valid) {
+  std::string near = closest(key, valid);
+  return near.empty() ? "" : " (did you mean '" + near + "'?)";
+}
+
+void apply_tree(Config& cfg, const YAML::Node& root, const std::string& file,
+                std::vector<std::string>& chain, bool allow_extends);
+
+void apply_file(Config& cfg, const std::string& path, std::vector<std::string>& chain) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw InputError(fmt::format("{}: no such config file", path),
+                     "configs/ holds the presets; run `lmx config show configs/textbook.yaml`");
+  if (fs::is_directory(path, ec)) throw InputError(fmt::format("{}: is a directory, not a config file", path));
+  std::string canon = fs::weakly_canonical(path).string();
+  if (std::find(chain.begin(), chain.end(), canon) != chain.end()) {
+    chain.push_back(canon);
+    throw InputError(fmt::format("{}: extends cycle: {}", path, join(chain, " -> ")));
+  }
+  chain.push_back(canon);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(fmt::format("{}: not valid YAML: {}", where(path, e.mark), e.msg));
+  } catch (const YAML::Exception& e) {
+    throw InputError(fmt::format("{}: cannot read: {}", path, e.msg));
+  }
+  apply_tree(cfg, root, path, chain, true);
+  chain.pop_back();
+}
+
+void apply_tree(Config& cfg, const YAML::Node& root, const std::string& file,
+                std::vector<std::string>& chain, bool allow_extends) {
+  if (!root || root.IsNull())
+    throw InputError(fmt::format("{}: empty config", file),
+                     "a config needs at least one of model:, train:, data: or extends:");
+  if (!root.IsMap())
+    throw InputError(fmt::format("{}: a config is a mapping with sections model:, train:, data:", where(file, root.Mark())));
+  // The base comes first so that this file's keys win.
+  if (auto base = root["extends"]) {
+    if (!allow_extends) throw InputError(fmt::format("{}: extends is not allowed here", where(file, base.Mark())));
+    if (!base.IsScalar())
+      throw InputError(fmt::format("{}: extends expects a file name", where(file, base.Mark())));
+    fs::path base_path = fs::path(file).parent_path() / base.Scalar();
+    apply_file(cfg, base_path.lexically_normal().string(), chain);
+  }
+  for (const auto& item : root) {
+    std::string name = item.first.as<std::string>();
+    std::string at = where(file, item.first.Mark());
+    if (name == "extends") continue;
+    if (std::find(kSections.begin(), kSections.end(), name) == kSections.end())
+      throw InputError(fmt::format("{}: unknown section '{}'{}; valid: {}", at, name,
+                                   did_you_mean(name, kTopKeys), join(kTopKeys)));
+    const YAML::Node& body = item.second;
+    if (body.IsNull()) continue;
+    if (!body.IsMap())
+      throw InputError(fmt::format("{}: section {} must be a mapping of keys", at, name));
+    for (const auto& kv : body) {
+      std::string key = kv.first.as<std::string>();
+      std::string kat = where(file, kv.first.Mark());
+      const Field* field = find_field(name + "." + key);
+      if (!field)
+        throw InputError(fmt::format("{}: unknown key {}.{}{}", kat, name, key,
+                                     did_you_mean(key, section_keys(name))),
+                         "`lmx config fields` lists every key with its meaning");
+      field->set(cfg, kv.second, where(file, kv.second.Mark()));
+    }
+  }
+}
+
+void check(bool ok, const Config& cfg, const std::string& message, const std::string& hint = {}) {
+  if (!ok) throw InputError(fmt::format("{}: {}", cfg.source.empty() ? "config" : cfg.source, message), hint);
+}
+
+}  // namespace
+
+void apply_override(Config& cfg, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  std::string at = "--set " + assignment;
+  if (eq == std::string::npos || eq == 0)
+    throw InputError(fmt::format("{}: expected section.key=value, e.g. --set model.ffn=swiglu", at));
+  std::string key = assignment.substr(0, eq);
+  std::string value = assignment.substr(eq + 1);
+  const Field* field = find_field(key);
+  if (!field) {
+    std::vector<std::string> keys;
+    for (const auto& f : config_fields()) keys.push_back(f.key);
+    throw InputError(fmt::format("{}: unknown key {}{}", at, key, did_you_mean(key, keys)),
+                     "`lmx config fields` lists every key with its meaning");
+  }
+  YAML::Node node;
+  try {
+    node = value.empty() ? YAML::Node(YAML::NodeType::Null) : YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw InputError(fmt::format("{}: value is not a YAML scalar: {}", at, e.msg));
+  }
+  field->set(cfg, node, at);
+}
+
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides) {
+  Config cfg;
+  cfg.source = source_name;
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(fmt::format("{}: not valid YAML: {}", where(source_name, e.mark), e.msg));
+  }
+  std::vector<std::string> chain;
+  apply_tree(cfg, root, source_name, chain, false);
+  for (const auto& o : overrides) apply_override(cfg, o);
+  validate(cfg);
+  return cfg;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  Config cfg;
+  cfg.source = path;
+  cfg.name = fs::path(path).stem().string();
+  std::vector<std::string> chain;
+  apply_file(cfg, path, chain);
+  for (const auto& o : overrides) apply_override(cfg, o);
+  // Relative data paths are relative to the config that names them.
+  auto rebase = [&](std::string& p) {
+    if (!p.empty() && fs::path(p).is_relative() && !fs::exists(p))
+      p = (fs::path(path).parent_path() / p).lexically_normal().string();
+  };
+  rebase(cfg.data.grammar);
+  rebase(cfg.data.text_path);
+  validate(cfg);
+  return cfg;
+}
+
+void validate(const Config& cfg) {
+  const ModelConfig& m = cfg.model;
+  const int kv = m.kv_heads();
+  check(m.head_dim > 0 || m.d_model % m.n_heads == 0, cfg,
+        fmt::format("model.d_model ({}) must be divisible by model.n_heads ({})", m.d_model, m.n_heads),
+        "or set model.head_dim explicitly");
+  check(kv <= m.n_heads && m.n_heads % kv == 0, cfg,
+        fmt::format("model.n_heads ({}) must be a multiple of model.n_kv_heads ({})", m.n_heads, kv));
+  const bool rope = m.position == "rope";
+  if (rope && m.attention != "mla")
+    check(m.dim_head() % 2 == 0, cfg, fmt::format("RoPE needs an even head dim, got {}", m.dim_head()));
+  if (m.attention == "mla") {
+    check(kv == m.n_heads, cfg, "model.n_kv_heads must equal n_heads (or auto) with MLA: MLA shares one latent, not KV heads");
+    check(!rope || m.mla_rope_dim > 0, cfg, "MLA with RoPE needs model.mla_rope_dim > 0 (decoupled RoPE)",
+          "RoPE cannot be applied to keys recovered from the latent when W_UK is absorbed");
+    check(m.mla_rope_dim % 2 == 0, cfg, fmt::format("model.mla_rope_dim must be even, got {}", m.mla_rope_dim));
+    check(rope || m.mla_rope_dim == 0, cfg,
+          "model.mla_rope_dim > 0 needs model.position: rope (one position scheme at a time)");
+  }
+  check(m.rope_scaling == "none" || rope, cfg,
+        fmt::format("model.rope_scaling is {} but model.position is {}", m.rope_scaling, m.position));
+  check(m.rope_scaling == "none" || m.rope_factor >= 1, cfg, "model.rope_factor must be >= 1");
+  check(m.norm_placement == "pre" || m.norm_placement == "post", cfg, "model.norm_placement must be pre or post");
+  check(cfg.data.seq_len <= m.max_seq_len, cfg,
+        fmt::format("data.seq_len ({}) exceeds model.max_seq_len ({})", cfg.data.seq_len, m.max_seq_len));
+  const TrainConfig& t = cfg.train;
+  check(t.min_lr <= t.lr, cfg, fmt::format("train.min_lr ({}) exceeds train.lr ({})", t.min_lr, t.lr));
+  check(t.steps > 0 || t.epochs > 0, cfg, "one of train.steps and train.epochs must be > 0");
+  const DataConfig& d = cfg.data;
+  check(d.kind != "text" || !d.text_path.empty(), cfg, "data.kind is text but data.text_path is empty");
+  check(d.val_fraction + d.test_fraction < 1, cfg, "data.val_fraction + data.test_fraction must be < 1");
+}
+
+std::string to_yaml(const Config& cfg) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  std::string current;
+  for (const auto& f : config_fields()) {
+    auto dot = f.key.find('.');
+    std::string section = f.key.substr(0, dot);
+    if (section != current) {
+      if (!current.empty()) out << YAML::EndMap;
+      out << YAML::Key << section << YAML::Value << YAML::BeginMap;
+      current = section;
+    }
+    std::string value = f.get(cfg);
+    out << YAML::Key << f.key.substr(dot + 1) << YAML::Value;
+    if (f.type == "string" || f.type == "choice")
+      out << YAML::DoubleQuoted << value;
+    else
+      out << value;
+  }
+  if (!current.empty()) out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+bool operator==(const Config& a, const Config& b) {
+  for (const auto& f : config_fields())
+    if (f.get(a) != f.get(b)) return false;
+  return true;
+}
+
+}  // namespace lmx

@@ -1,0 +1,116 @@
+// The experiment config: three flat structs (model, train, data), every field with its
+// default and a one-line meaning below. The field table in fields.cpp is the single place
+// that reads, writes, compares and documents them (`lmx config fields`).
+//
+// Priority: defaults < extends chain (base first) < the file < --set overrides.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace lmx {
+
+struct ModelConfig {
+  int vocab_size = 0;          // 0 = take it from the dataset
+  int d_model = 64;            // residual stream width
+  int n_layers = 2;            // Transformer blocks
+  int n_heads = 4;             // query heads
+  int n_kv_heads = 0;          // key/value heads; 0 = n_heads (MHA), 1 = MQA, else GQA
+  int head_dim = 0;            // per-head width; 0 = d_model / n_heads
+  int max_seq_len = 512;       // longest sequence (learned positions, caches, masks)
+  std::string ffn = "relu";    // FFN variant (lmx list): relu, gelu, ..., swiglu
+  double swish_beta = 1.0;     // β of swish: x·σ(βx)
+  int d_ff = 256;              // FFN hidden width; 0 = auto (parameter-matched, see below)
+  int d_ff_plain = 0;          // auto: width of the plain FFN to match; 0 = 4·d_model
+  int d_ff_multiple = 1;       // auto: round d_ff up to a multiple of this (Llama: 256)
+  std::string norm = "layernorm";   // layernorm | rmsnorm
+  double norm_eps = 1e-5;           // ε inside the norm
+  std::string norm_placement = "pre";  // pre (with final norm) | post (2017)
+  std::string attention = "mha";    // mha (MHA/GQA/MQA by n_kv_heads) | mla
+  int mla_kv_rank = 32;        // MLA: rank of the cached KV latent c = W_DKV·x
+  int mla_q_rank = 0;          // MLA: rank of the query latent; 0 = full-rank queries
+  int mla_rope_dim = 8;        // MLA: per-head width of the decoupled RoPE part (0 = none)
+  bool mla_absorb = false;     // MLA: use the absorbed inference path (W_UK into q, W_UV into out)
+  std::string position = "sinusoidal";  // none | sinusoidal | learned | t5_bias | rope | alibi
+  double rope_theta = 10000.0;         // RoPE base θ
+  std::string rope_layout = "half";    // half (i, i+d/2; Llama code) | interleaved (2i, 2i+1; RoFormer)
+  std::string rope_scaling = "none";   // none | linear | ntk | yarn
+  double rope_factor = 1.0;            // context extension factor s (scaled length / trained length)
+  int rope_original_len = 0;           // yarn: trained context length; 0 = max_seq_len / rope_factor
+  double yarn_beta_fast = 32.0;        // yarn: ramp boundary (rotations) above which dims are kept
+  double yarn_beta_slow = 1.0;         // yarn: ramp boundary below which dims are interpolated
+  int t5_num_buckets = 32;             // T5 bias: buckets (causal)
+  int t5_max_distance = 128;           // T5 bias: distance where the last bucket starts
+  bool bias = true;            // biases in the linear layers
+  bool tie_embeddings = false; // output head shares the token embedding matrix
+  double init_std = 0.02;      // N(0, σ²) init of linear and embedding weights (see model/init)
+
+  int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
+  int dim_head() const { return head_dim > 0 ? head_dim : (n_heads > 0 ? d_model / n_heads : 0); }
+  int ffn_hidden(bool gated) const;  // resolved d_ff (applies auto and rounding)
+};
+
+struct TrainConfig {
+  int epochs = 6;              // passes over the training split (used when steps = 0)
+  int steps = 0;               // optimizer steps; 0 = derived from epochs
+  int batch_size = 32;         // sequences per step (global, across ranks)
+  double lr = 3e-3;            // peak learning rate
+  double min_lr = 3e-4;        // floor of the cosine / linear decay
+  std::string schedule = "cosine";  // constant | cosine | linear
+  int warmup_steps = 100;      // linear warm-up from 0 to lr
+  double beta1 = 0.9;          // AdamW β1
+  double beta2 = 0.98;         // AdamW β2
+  double adam_eps = 1e-8;      // AdamW ε
+  double weight_decay = 0.01;  // AdamW decoupled weight decay
+  double grad_clip = 1.0;      // clip the global gradient norm to this; 0 = off
+  int eval_every = 250;        // validation every N steps (and at the end); 0 = only at the end
+  int eval_docs = 0;           // validation documents per eval; 0 = the whole split
+  int log_every = 50;          // plain log line every N steps when not on a terminal
+  int checkpoint_every = 0;    // also checkpoint every N steps (for resume); 0 = only at the end
+  std::string device = "cpu";  // cpu | cuda
+};
+
+struct DataConfig {
+  std::string kind = "garden";   // garden (built-in toy language) | text (plain text, bytes)
+  std::string grammar = "";      // garden: grammar file; empty = the built-in data/garden.yaml
+  std::string text_path = "";    // text: a file, or a directory of .txt files
+  int seed = 1234;               // corpus seed (the split streams derive from it)
+  int train_docs = 8000;         // garden: documents in the training split
+  int val_docs = 1000;           // garden: documents in the validation split
+  int test_docs = 1000;          // garden: documents in the test split
+  double val_fraction = 0.05;    // text: share of the bytes for validation
+  double test_fraction = 0.05;   // text: share of the bytes for test
+  int text_doc_len = 256;        // text: bytes per "document" when cutting a file
+  std::string layout = "doc";    // doc (one document per row, padded, masked) | packed
+  int seq_len = 64;              // packed: chunk length; doc: longer documents are cut
+  int pronoun_window = 5;        // pronoun metric: "far" means the subject is > W tokens back
+};
+
+struct Config {
+  std::string name = "lmx";      // run name: the config file's stem
+  std::string source;            // the file it came from (for messages)
+  ModelConfig model;
+  TrainConfig train;
+  DataConfig data;
+};
+
+// Loads a YAML config (following `extends`), applies `key=value` overrides, validates.
+// Throws InputError naming file:line:column, the key and the closest valid key.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Parses a config from YAML text (no `extends` allowed unless base_dir is given).
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides = {});
+
+// Applies one `section.key=value` override to a config (type-checked), without validation.
+void apply_override(Config& cfg, const std::string& assignment);
+
+// Cross-field checks; throws InputError.
+void validate(const Config& cfg);
+
+// The fully resolved config as YAML (every field, in table order).
+std::string to_yaml(const Config& cfg);
+
+bool operator==(const Config& a, const Config& b);
+inline bool operator!=(const Config& a, const Config& b) { return !(a == b); }
+
+}  // namespace lmx

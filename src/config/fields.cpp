@@ -1,0 +1,266 @@
+#include "config/fields.h"
+
+#include <yaml-cpp/yaml.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/registry.h"
+#include "util/error.h"
+
+namespace lmx {
+
+namespace {
+
+using Choices = std::function<std::vector<std::string>()>;
+
+std::string show_scalar(const YAML::Node& node) {
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+std::string format_double(double v) { return fmt::format("{}", v); }
+
+void check_range(const Field& f, double v, const std::string& where, const std::string& text) {
+  if (v < f.min || v > f.max) {
+    std::string range = f.max >= 1e300 ? fmt::format(">= {}", f.min)
+                                       : fmt::format("in [{}, {}]", f.min, f.max);
+    throw InputError(fmt::format("{}: {} must be {}, got {}", where, f.key, range, text));
+  }
+}
+
+// Member-pointer accessors: Section is ModelConfig / TrainConfig / DataConfig.
+template <class Section>
+Section& section_of(Config& c);
+template <> ModelConfig& section_of<ModelConfig>(Config& c) { return c.model; }
+template <> TrainConfig& section_of<TrainConfig>(Config& c) { return c.train; }
+template <> DataConfig& section_of<DataConfig>(Config& c) { return c.data; }
+template <class Section>
+const Section& section_of(const Config& c) { return section_of<Section>(const_cast<Config&>(c)); }
+
+template <class S>
+Field int_field(std::string key, int S::*m, double min, double max, std::string help,
+                bool zero_is_auto = false) {
+  Field f{std::move(key), "int", std::move(help), zero_is_auto, min, max, {}, {}, {}};
+  f.get = [m, zero_is_auto](const Config& c) {
+    int v = section_of<S>(c).*m;
+    return (zero_is_auto && v == 0) ? std::string("auto") : std::to_string(v);
+  };
+  f.set = [m, f](Config& c, const YAML::Node& n, const std::string& where) {
+    if (!n.IsScalar())
+      throw InputError(fmt::format("{}: {} expects an integer, got {}", where, f.key, show_scalar(n)));
+    if (f.zero_is_auto && n.Scalar() == "auto") { section_of<S>(c).*m = 0; return; }
+    long long v;
+    try {
+      v = n.as<long long>();
+    } catch (const YAML::Exception&) {
+      throw InputError(fmt::format("{}: {} expects an integer{}, got {}", where, f.key,
+                                   f.zero_is_auto ? " or auto" : "", show_scalar(n)));
+    }
+    check_range(f, static_cast<double>(v), where, n.Scalar());
+    section_of<S>(c).*m = static_cast<int>(v);
+  };
+  return f;
+}
+
+template <class S>
+Field float_field(std::string key, double S::*m, double min, double max, std::string help) {
+  Field f{std::move(key), "float", std::move(help), false, min, max, {}, {}, {}};
+  f.get = [m](const Config& c) { return format_double(section_of<S>(c).*m); };
+  f.set = [m, f](Config& c, const YAML::Node& n, const std::string& where) {
+    double v = 0;
+    bool ok = n.IsScalar();
+    if (ok) {
+      try { v = n.as<double>(); } catch (const YAML::Exception&) { ok = false; }
+    }
+    if (!ok || !std::isfinite(v))
+      throw InputError(fmt::format("{}: {} expects a number, got {}", where, f.key, show_scalar(n)));
+    check_range(f, v, where, n.Scalar());
+    section_of<S>(c).*m = v;
+  };
+  return f;
+}
+
+template <class S>
+Field bool_field(std::string key, bool S::*m, std::string help) {
+  Field f{std::move(key), "bool", std::move(help), false, 0, 1, {}, {}, {}};
+  f.get = [m](const Config& c) { return std::string(section_of<S>(c).*m ? "true" : "false"); };
+  f.set = [m, f](Config& c, const YAML::Node& n, const std::string& where) {
+    bool v = false;
+    bool ok = n.IsScalar();
+    if (ok) {
+      try { v = n.as<bool>(); } catch (const YAML::Exception&) { ok = false; }
+    }
+    if (!ok)
+      throw InputError(fmt::format("{}: {} expects true or false, got {}", where, f.key, show_scalar(n)));
+    section_of<S>(c).*m = v;
+  };
+  return f;
+}
+
+template <class S>
+Field string_field(std::string key, std::string S::*m, std::string help, Choices choices = {}) {
+  Field f{std::move(key), choices ? "choice" : "string", std::move(help), false, 0, 0,
+          std::move(choices), {}, {}};
+  f.get = [m](const Config& c) { return section_of<S>(c).*m; };
+  f.set = [m, f](Config& c, const YAML::Node& n, const std::string& where) {
+    if (!n.IsScalar() && !n.IsNull())
+      throw InputError(fmt::format("{}: {} expects a string, got {}", where, f.key, show_scalar(n)));
+    std::string v = n.IsNull() ? "" : n.Scalar();
+    if (f.choices) {
+      auto valid = f.choices();
+      if (std::find(valid.begin(), valid.end(), v) == valid.end()) {
+        std::string near = closest(v, valid);
+        throw InputError(fmt::format("{}: {}: unknown value '{}'{}; valid: {}", where, f.key, v,
+                                     near.empty() ? "" : " (did you mean '" + near + "'?)",
+                                     join(valid)));
+      }
+    }
+    section_of<S>(c).*m = v;
+  };
+  return f;
+}
+
+Choices fixed(std::vector<std::string> names) {
+  return [names] { return names; };
+}
+Choices from_registry(registry::Kind kind) {
+  return [kind] { return registry::names(kind); };
+}
+
+constexpr double kMaxInt = 2147483647.0;
+
+std::vector<Field> make_fields() {
+  using M = ModelConfig;
+  using T = TrainConfig;
+  using D = DataConfig;
+  using registry::Kind;
+  return {
+      int_field<M>("model.vocab_size", &M::vocab_size, 0, kMaxInt, "vocabulary size; auto = from the dataset", true),
+      int_field<M>("model.d_model", &M::d_model, 1, kMaxInt, "residual stream width (textbook: 64)"),
+      int_field<M>("model.n_layers", &M::n_layers, 1, 4096, "Transformer blocks"),
+      int_field<M>("model.n_heads", &M::n_heads, 1, 65536, "query heads"),
+      int_field<M>("model.n_kv_heads", &M::n_kv_heads, 0, 65536, "key/value heads: auto = n_heads (MHA), 1 = MQA, between = GQA", true),
+      int_field<M>("model.head_dim", &M::head_dim, 0, 65536, "width of one head; auto = d_model / n_heads", true),
+      int_field<M>("model.max_seq_len", &M::max_seq_len, 1, 1 << 24, "longest sequence the model accepts (learned positions, caches)"),
+      string_field<M>("model.ffn", &M::ffn, "FFN variant: activation, or gated GLU (swiglu = W2·(silu(W1x) ⊙ W3x))", from_registry(Kind::Ffn)),
+      float_field<M>("model.swish_beta", &M::swish_beta, 1e-6, 1e6, "β of the swish activation x·σ(βx)"),
+      int_field<M>("model.d_ff", &M::d_ff, 0, kMaxInt, "FFN hidden width; auto = parameter-matched to a plain FFN of width d_ff_plain (gated: 2/3 of it)", true),
+      int_field<M>("model.d_ff_plain", &M::d_ff_plain, 0, kMaxInt, "d_ff auto: the plain FFN width to match; auto = 4·d_model", true),
+      int_field<M>("model.d_ff_multiple", &M::d_ff_multiple, 1, kMaxInt, "d_ff auto: round up to a multiple of this (Llama: 256)"),
+      string_field<M>("model.norm", &M::norm, "normalization layer", from_registry(Kind::Norm)),
+      float_field<M>("model.norm_eps", &M::norm_eps, 0, 1, "ε added inside the norm"),
+      string_field<M>("model.norm_placement", &M::norm_placement, "pre: x + f(N(x)) with a final norm; post: N(x + f(x)) (2017)", fixed({"pre", "post"})),
+      string_field<M>("model.attention", &M::attention, "attention kind; GQA/MQA are mha with fewer n_kv_heads", from_registry(Kind::Attention)),
+      int_field<M>("model.mla_kv_rank", &M::mla_kv_rank, 1, kMaxInt, "MLA: rank of the cached KV latent"),
+      int_field<M>("model.mla_q_rank", &M::mla_q_rank, 0, kMaxInt, "MLA: rank of the query latent; 0 = full-rank query projection"),
+      int_field<M>("model.mla_rope_dim", &M::mla_rope_dim, 0, 65536, "MLA: per-head width of the decoupled RoPE part (shared key part cached)"),
+      bool_field<M>("model.mla_absorb", &M::mla_absorb, "MLA: absorbed inference path (W_UK folded into q, W_UV into the output)"),
+      string_field<M>("model.position", &M::position, "position encoding", from_registry(Kind::Position)),
+      float_field<M>("model.rope_theta", &M::rope_theta, 1, 1e12, "RoPE base θ (Llama 2: 10000, Llama 3: 500000)"),
+      string_field<M>("model.rope_layout", &M::rope_layout, "RoPE pairs: half (i, i+d/2), as in Llama code; interleaved (2i, 2i+1), as in RoFormer", fixed({"half", "interleaved"})),
+      string_field<M>("model.rope_scaling", &M::rope_scaling, "RoPE context extension: none, linear (position interpolation), ntk (NTK-aware base), yarn", fixed({"none", "linear", "ntk", "yarn"})),
+      float_field<M>("model.rope_factor", &M::rope_factor, 1, 1e6, "RoPE scaling factor s = new context / trained context"),
+      int_field<M>("model.rope_original_len", &M::rope_original_len, 0, kMaxInt, "yarn: trained context length; auto = max_seq_len / rope_factor", true),
+      float_field<M>("model.yarn_beta_fast", &M::yarn_beta_fast, 0, 1e6, "yarn: dims with more rotations than this over the trained length are kept"),
+      float_field<M>("model.yarn_beta_slow", &M::yarn_beta_slow, 0, 1e6, "yarn: dims with fewer rotations than this are fully interpolated"),
+      int_field<M>("model.t5_num_buckets", &M::t5_num_buckets, 2, 65536, "T5 bias: relative-distance buckets (causal)"),
+      int_field<M>("model.t5_max_distance", &M::t5_max_distance, 2, kMaxInt, "T5 bias: distances from here on share the last bucket"),
+      bool_field<M>("model.bias", &M::bias, "biases in every linear layer (attention, FFN, output head)"),
+      bool_field<M>("model.tie_embeddings", &M::tie_embeddings, "output head reuses the token embedding matrix"),
+      float_field<M>("model.init_std", &M::init_std, 0, 10, "std of the normal init of linear and embedding weights"),
+
+      int_field<T>("train.epochs", &T::epochs, 0, 1e6, "passes over the training split (when steps is 0)"),
+      int_field<T>("train.steps", &T::steps, 0, kMaxInt, "optimizer steps; 0 = epochs × steps per epoch"),
+      int_field<T>("train.batch_size", &T::batch_size, 1, 1 << 20, "sequences per optimizer step (global)"),
+      float_field<T>("train.lr", &T::lr, 0, 10, "peak learning rate"),
+      float_field<T>("train.min_lr", &T::min_lr, 0, 10, "learning rate at the end of a cosine / linear decay"),
+      string_field<T>("train.schedule", &T::schedule, "learning-rate schedule after warm-up", fixed({"constant", "cosine", "linear"})),
+      int_field<T>("train.warmup_steps", &T::warmup_steps, 0, kMaxInt, "linear warm-up steps from 0 to lr"),
+      float_field<T>("train.beta1", &T::beta1, 0, 0.999999, "AdamW β1"),
+      float_field<T>("train.beta2", &T::beta2, 0, 0.999999, "AdamW β2"),
+      float_field<T>("train.adam_eps", &T::adam_eps, 0, 1, "AdamW ε"),
+      float_field<T>("train.weight_decay", &T::weight_decay, 0, 10, "AdamW decoupled weight decay (matrices only; not norms, biases)"),
+      float_field<T>("train.grad_clip", &T::grad_clip, 0, 1e9, "clip the global gradient norm to this; 0 = no clipping"),
+      int_field<T>("train.eval_every", &T::eval_every, 0, kMaxInt, "validate every N steps (always at the end); 0 = only at the end"),
+      int_field<T>("train.eval_docs", &T::eval_docs, 0, kMaxInt, "validation documents per periodic eval; 0 = the whole split"),
+      int_field<T>("train.log_every", &T::log_every, 1, kMaxInt, "log line every N steps (when stderr is not a terminal)"),
+      int_field<T>("train.checkpoint_every", &T::checkpoint_every, 0, kMaxInt, "also checkpoint every N steps, for --resume; 0 = only at the end"),
+      string_field<T>("train.device", &T::device, "where tensors live", fixed({"cpu", "cuda"})),
+
+      string_field<D>("data.kind", &D::kind, "garden: the built-in toy language; text: plain text as bytes", fixed({"garden", "text"})),
+      string_field<D>("data.grammar", &D::grammar, "garden grammar file (relative to the config); empty = built-in data/garden.yaml"),
+      string_field<D>("data.text_path", &D::text_path, "text: a file or a directory of .txt files (relative to the config)"),
+      int_field<D>("data.seed", &D::seed, 0, kMaxInt, "corpus seed; the train / val / test streams derive from it"),
+      int_field<D>("data.train_docs", &D::train_docs, 1, kMaxInt, "garden: training documents"),
+      int_field<D>("data.val_docs", &D::val_docs, 1, kMaxInt, "garden: validation documents"),
+      int_field<D>("data.test_docs", &D::test_docs, 1, kMaxInt, "garden: test documents"),
+      float_field<D>("data.val_fraction", &D::val_fraction, 0, 0.5, "text: share of documents for validation"),
+      float_field<D>("data.test_fraction", &D::test_fraction, 0, 0.5, "text: share of documents for test"),
+      int_field<D>("data.text_doc_len", &D::text_doc_len, 2, kMaxInt, "text: bytes per document when a file is cut into documents"),
+      string_field<D>("data.layout", &D::layout, "doc: one document per row, padded and masked; packed: documents joined by <eos>, cut into seq_len chunks", fixed({"doc", "packed"})),
+      int_field<D>("data.seq_len", &D::seq_len, 2, 1 << 24, "tokens per training row (packed chunk length; doc: longer documents are cut)"),
+      int_field<D>("data.pronoun_window", &D::pronoun_window, 0, kMaxInt, "pronoun metric: far = subject more than W tokens back"),
+  };
+}
+
+}  // namespace
+
+const std::vector<Field>& config_fields() {
+  static const std::vector<Field> fields = make_fields();
+  return fields;
+}
+
+const Field* find_field(const std::string& key) {
+  for (const auto& f : config_fields())
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+std::string closest(const std::string& key, const std::vector<std::string>& candidates) {
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_d = std::max<size_t>(3, key.size() / 2) + 1;
+  for (const auto& c : candidates) {
+    size_t d = distance(key, c);
+    // A key that is a prefix/suffix of a valid one (d_ff vs d_ff_plain) also counts as close.
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+std::string fields_markdown() {
+  Config defaults;
+  std::string out = "| key | type | default | meaning |\n|---|---|---|---|\n";
+  for (const auto& f : config_fields()) {
+    std::string type = f.type;
+    if (f.choices) type = join(f.choices(), " \\| ");
+    std::string def = f.get(defaults);
+    out += fmt::format("| `{}` | {} | `{}` | {} |\n", f.key, type, def.empty() ? "\"\"" : def, f.help);
+  }
+  return out;
+}
+
+}  // namespace lmx

@@ -1,0 +1,39 @@
+// The field table: one row per config key, the only place that knows how to read, write,
+// compare and document a field. Everything else (YAML loading, --set, `config show`,
+// `config fields`, equality) walks this table.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace YAML { class Node; }
+
+namespace lmx {
+
+struct Field {
+  std::string key;       // "section.name", e.g. "model.d_model"
+  std::string type;      // int | float | bool | string | choice
+  std::string help;      // one line: meaning and example
+  bool zero_is_auto = false;              // int fields where 0 means "derive it" (written `auto`)
+  double min = -1e300, max = 1e300;       // allowed range for numbers
+  std::function<std::vector<std::string>()> choices;  // for `choice` fields
+  std::function<std::string(const Config&)> get;       // the value as a YAML scalar
+  // Sets from a YAML scalar; throws InputError prefixed with `where`.
+  std::function<void(Config&, const YAML::Node&, const std::string& where)> set;
+};
+
+const std::vector<Field>& config_fields();
+const Field* find_field(const std::string& key);
+
+// The valid key closest to `key` among `candidates` (edit distance), or "" if none is close.
+std::string closest(const std::string& key, const std::vector<std::string>& candidates);
+
+// "a, b, c"
+std::string join(const std::vector<std::string>& items, const std::string& sep = ", ");
+
+// Markdown table of every field: key, type, default, meaning (docs/CONFIG.md).
+std::string fields_markdown();
+
+}  // namespace lmx

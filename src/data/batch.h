@@ -1,0 +1,57 @@
+// Turning documents into (input, target) batches, per document or packed, in a
+// deterministic order per seed and rank-aware (each rank takes its slice of every
+// global batch), so data-parallel runs see the same global batches as one process.
+#pragma once
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "data/corpus.h"
+
+namespace lmx::data {
+
+inline constexpr int64_t kIgnore = -100;  // target id skipped by the loss
+
+struct Batch {
+  torch::Tensor inputs;   // (B, T) int64
+  torch::Tensor targets;  // (B, T) int64, kIgnore on padding
+  int64_t tokens = 0;     // targets that count (not kIgnore)
+};
+
+enum class Layout { Doc, Packed };
+Layout parse_layout(const std::string& name);  // throws InputError
+
+// The rows a layout makes of a list of documents, before batching.
+//   Doc:    one row per document: inputs = doc[0..n-1), targets = doc[1..n), cut to seq_len.
+//   Packed: the documents joined (<bos> d1 <eos> d2 <eos> ...; a document's own <bos> is
+//           dropped after the first), cut into rows of seq_len + 1 tokens.
+struct Rows {
+  std::vector<std::vector<int32_t>> rows;  // each holds inputs plus one more target token
+  int seq_len = 0;
+};
+Rows make_rows(const std::vector<Doc>& docs, Layout layout, int seq_len, int32_t eos);
+
+// Batches of rows for training: reshuffled every epoch from (seed, epoch), padded with
+// `pad` to the longest row of the batch (Doc) or exactly seq_len (Packed).
+class Batcher {
+ public:
+  Batcher(Rows rows, int batch_size, uint64_t seed, int32_t pad, int rank = 0, int world = 1);
+  int64_t batches_per_epoch() const;
+  // The batch for a global step (epoch = step / batches_per_epoch); this rank's slice.
+  Batch batch(int64_t step) const;
+
+ private:
+  Rows rows_;
+  int batch_size_;
+  uint64_t seed_;
+  int32_t pad_;
+  int rank_, world_;
+  mutable int64_t cached_epoch_ = -1;
+  mutable std::vector<int64_t> order_;
+};
+
+// Fixed-order batches over all rows (evaluation); the last batch may be smaller.
+std::vector<Batch> eval_batches(const Rows& rows, int batch_size, int32_t pad);
+
+}  // namespace lmx::data

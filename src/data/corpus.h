@@ -1,0 +1,62 @@
+// A corpus: a vocabulary and three splits of documents, from the garden world (with its
+// exact distribution) or from plain text (bytes). This header is the contract the trainer,
+// the evaluator and the experiments use; data/garden.* and data/text.* fill it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace lmx::data {
+
+using Doc = std::vector<int32_t>;  // token ids: <bos> w1 ... wn <eos>
+
+enum class Split { Train, Val, Test };
+const char* split_name(Split s);
+Split parse_split(const std::string& name);  // throws InputError
+
+struct Vocab {
+  std::vector<std::string> words;  // id -> word; specials included
+  int32_t bos = -1, eos = -1, pad = -1;
+  int size() const { return static_cast<int>(words.size()); }
+  int32_t id(const std::string& word) const;  // throws InputError for an unknown word
+  std::string decode(const Doc& doc) const;   // words joined by spaces (bytes for text)
+  Doc encode(const std::string& text) const;  // inverse of decode; throws InputError
+};
+
+// One possessive-pronoun site: doc[pos] is a pronoun that must agree with the subject
+// `distance` tokens back (distance = pos - subject position).
+struct PronounSite {
+  int pos = 0;
+  int distance = 0;
+  int32_t correct = -1;
+};
+
+// The exact distribution of the language (garden only).
+class Truth {
+ public:
+  virtual ~Truth() = default;
+  // log p(doc[i] | doc[0..i)) for i = 1..n-1 (index 0 holds 0: <bos> is given).
+  // Throws InputError naming the first position if doc is not in the language.
+  virtual std::vector<double> logprobs(const Doc& doc) const = 0;
+  // Every possessive pronoun in doc with its subject distance.
+  virtual std::vector<PronounSite> pronoun_sites(const Doc& doc) const = 0;
+  // The ids of all possessive pronouns (the candidates the metric compares).
+  virtual std::vector<int32_t> pronouns() const = 0;
+};
+
+struct Corpus {
+  std::string kind;  // garden | text
+  Vocab vocab;
+  std::vector<Doc> train, val, test;
+  std::shared_ptr<const Truth> truth;  // null for text
+
+  const std::vector<Doc>& split(Split s) const;
+};
+
+// Builds (garden: generates deterministically from data.seed) the corpus a config names.
+Corpus load_corpus(const DataConfig& cfg);
+
+}  // namespace lmx::data

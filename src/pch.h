@@ -1,0 +1,10 @@
+// Precompiled header: the heavy third-party headers, parsed once per target.
+#pragma once
+#include <torch/torch.h>
+#include <yaml-cpp/yaml.h>
+#include <spdlog/spdlog.h>
+#include <string>
+#include <vector>
+#include <map>
+#include <memory>
+#include <functional>

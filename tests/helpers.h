@@ -1,0 +1,51 @@
+// Shared test helpers: temporary files and running the lmx binary as a user would.
+#pragma once
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+namespace lmx::test {
+
+// A fresh temporary directory, removed at scope exit.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::random_device rd;
+    path = std::filesystem::temp_directory_path() / ("lmx-test-" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::error_code ec; std::filesystem::remove_all(path, ec); }
+  std::string write(const std::string& name, const std::string& text) const {
+    auto p = path / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+struct RunResult {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs build/lmx with the given shell-quoted arguments from the source root.
+inline RunResult run_lmx(const std::string& args) {
+  std::string cmd = std::string("cd '") + LMX_SOURCE_DIR + "' && '" + LMX_BINARY + "' " + args + " 2>&1";
+  RunResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+inline std::string source_path(const std::string& rel) { return std::string(LMX_SOURCE_DIR) + "/" + rel; }
+
+}  // namespace lmx::test

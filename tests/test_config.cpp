@@ -1,0 +1,170 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "config/config.h"
+#include "config/fields.h"
+#include "helpers.h"
+#include "util/error.h"
+
+using namespace lmx;
+using lmx::test::TempDir;
+
+namespace {
+// Loads and expects an InputError whose message contains every fragment.
+void expect_input_error(const std::string& path, std::vector<std::string> fragments,
+                        std::vector<std::string> sets = {}) {
+  try {
+    load_config(path, sets);
+    FAIL("expected an InputError for " << path);
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    for (const auto& f : fragments) {
+      INFO("message: " << msg);
+      CHECK(msg.find(f) != std::string::npos);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("defaults and overrides", "[config]") {
+  TempDir dir;
+  auto path = dir.write("a.yaml", "model:\n  d_model: 128\n  n_heads: 8\n");
+  Config c = load_config(path, {"model.ffn=swiglu", "train.lr=0.01", "model.bias=false"});
+  CHECK(c.model.d_model == 128);
+  CHECK(c.model.n_heads == 8);
+  CHECK(c.model.ffn == "swiglu");
+  CHECK(c.train.lr == Approx(0.01));
+  CHECK_FALSE(c.model.bias);
+  CHECK(c.name == "a");
+  CHECK(c.model.n_layers == ModelConfig{}.n_layers);
+}
+
+TEST_CASE("extends chains, later wins, paths relative to the including file", "[config]") {
+  TempDir dir;
+  dir.write("base/root.yaml", "model:\n  d_model: 32\n  n_layers: 3\ntrain:\n  lr: 0.5\n");
+  dir.write("base/mid.yaml", "extends: root.yaml\nmodel:\n  n_layers: 5\n");
+  auto top = dir.write("top.yaml", "extends: base/mid.yaml\ntrain:\n  lr: 0.25\n");
+  Config c = load_config(top);
+  CHECK(c.model.d_model == 32);
+  CHECK(c.model.n_layers == 5);
+  CHECK(c.train.lr == Approx(0.25));
+}
+
+TEST_CASE("malformed configs name the file and key", "[config]") {
+  TempDir dir;
+  SECTION("unknown key with a suggestion") {
+    auto p = dir.write("u.yaml", "model:\n  d_model: 64\n  n_haeds: 4\n");
+    expect_input_error(p, {"u.yaml:3:3", "model.n_haeds", "n_heads"});
+  }
+  SECTION("unknown section") {
+    auto p = dir.write("s.yaml", "modle:\n  d_model: 64\n");
+    expect_input_error(p, {"s.yaml:1:1", "modle", "model"});
+  }
+  SECTION("wrong type") {
+    auto p = dir.write("t.yaml", "model:\n  d_model: wide\n");
+    expect_input_error(p, {"t.yaml:2:12", "model.d_model", "integer"});
+  }
+  SECTION("float where an int is due") {
+    auto p = dir.write("f.yaml", "model:\n  n_layers: 2.5\n");
+    expect_input_error(p, {"f.yaml", "model.n_layers"});
+  }
+  SECTION("negative size") {
+    auto p = dir.write("n.yaml", "model:\n  d_model: -64\n");
+    expect_input_error(p, {"n.yaml", "model.d_model", "-64"});
+  }
+  SECTION("indivisible heads") {
+    auto p = dir.write("h.yaml", "model:\n  d_model: 64\n  n_heads: 5\n");
+    expect_input_error(p, {"h.yaml", "d_model", "n_heads"});
+  }
+  SECTION("n_heads not a multiple of n_kv_heads") {
+    auto p = dir.write("kv.yaml", "model:\n  n_heads: 4\n  n_kv_heads: 3\n");
+    expect_input_error(p, {"kv.yaml", "n_kv_heads"});
+  }
+  SECTION("odd head dim with rope") {
+    auto p = dir.write("r.yaml", "model:\n  d_model: 60\n  n_heads: 4\n  position: rope\n");
+    expect_input_error(p, {"r.yaml", "RoPE", "even"});
+  }
+  SECTION("unknown component name lists the valid ones") {
+    auto p = dir.write("c.yaml", "model:\n  ffn: swiglue\n");
+    expect_input_error(p, {"c.yaml:2:8", "swiglue", "swiglu", "relu"});
+  }
+  SECTION("extends cycle") {
+    dir.write("x.yaml", "extends: y.yaml\n");
+    auto p = dir.write("y.yaml", "extends: x.yaml\n");
+    expect_input_error(p, {"cycle", "x.yaml", "y.yaml"});
+  }
+  SECTION("missing file") {
+    expect_input_error(dir.file("nope.yaml"), {"nope.yaml", "no such"});
+  }
+  SECTION("missing extends target") {
+    auto p = dir.write("m.yaml", "extends: gone.yaml\n");
+    expect_input_error(p, {"gone.yaml", "no such"});
+  }
+  SECTION("empty file") {
+    auto p = dir.write("e.yaml", "");
+    expect_input_error(p, {"e.yaml", "empty"});
+  }
+  SECTION("not YAML at all") {
+    auto p = dir.write("j.yaml", "model: [d_model: {\n\x01\x02 }}}");
+    expect_input_error(p, {"j.yaml"});
+  }
+  SECTION("a scalar instead of sections") {
+    auto p = dir.write("k.yaml", "just some text\n");
+    expect_input_error(p, {"k.yaml", "mapping"});
+  }
+  SECTION("bad --set") {
+    auto p = dir.write("ok.yaml", "model:\n  d_model: 64\n");
+    expect_input_error(p, {"--set", "model.d_modle", "d_model"}, {"model.d_modle=3"});
+    expect_input_error(p, {"--set", "train.lr", "number"}, {"train.lr=fast"});
+    expect_input_error(p, {"--set", "section.key=value"}, {"model.d_model"});
+  }
+}
+
+TEST_CASE("d_ff auto matches a plain FFN's parameters", "[config]") {
+  ModelConfig m;
+  m.d_model = 64;
+  m.d_ff = 0;
+  CHECK(m.ffn_hidden(false) == 256);
+  CHECK(m.ffn_hidden(true) == 171);  // 2/3 · 256, rounded to nearest
+  m.d_model = 4096;
+  m.d_ff_multiple = 256;
+  CHECK(m.ffn_hidden(true) == 11008);  // Llama 2 7B
+  m.d_ff = 100;
+  CHECK(m.ffn_hidden(true) == 100);
+}
+
+TEST_CASE("every shipped config round-trips through show", "[config]") {
+  namespace fs = std::filesystem;
+  int n = 0;
+  for (const char* dir : {"configs", "experiments"}) {
+    fs::path root = lmx::test::source_path(dir);
+    if (!fs::exists(root)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+      if (entry.path().extension() != ".yaml") continue;
+      // Experiment specs are not model configs; they are checked by their own loader.
+      if (std::string(dir) == "experiments") continue;
+      INFO(entry.path().string());
+      Config a = load_config(entry.path().string());
+      Config b = parse_config(to_yaml(a), "shown.yaml");
+      CHECK(a == b);
+      CHECK(to_yaml(a) == to_yaml(b));
+      ++n;
+    }
+  }
+  CHECK(n >= 3);
+}
+
+TEST_CASE("the CLI exits 2 with one line for bad input", "[config][cli]") {
+  TempDir dir;
+  auto p = dir.write("bad.yaml", "model:\n  n_haeds: 4\n");
+  auto r = lmx::test::run_lmx("config show '" + p + "'");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("bad.yaml:2:3") != std::string::npos);
+  CHECK(r.output.find("n_heads") != std::string::npos);
+  CHECK(lmx::test::run_lmx("--device cuda --version").code == 2);
+  CHECK(lmx::test::run_lmx("frobnicate").code == 2);
+  auto v = lmx::test::run_lmx("--version");
+  CHECK(v.code == 0);
+  CHECK(v.output.find("LibTorch 1.13") != std::string::npos);
+}
