@@ -49,13 +49,14 @@ int main(int argc, char** argv) {
   app.add_flag("--version", version, "print versions of lmx, LibTorch, the BLAS in use, threads, CUDA");
   app.add_option("--threads", g.threads, "intra-op threads for LibTorch and OpenBLAS (default 1)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--device", g.device, "cpu or cuda (cuda needs a CUDA build of LibTorch)");
+  auto* device_opt = app.add_option("--device", g.device, "cpu or cuda (cuda needs a CUDA build of LibTorch)");
   app.add_option("--seed", g.seed, "base seed for the verbs that take one");
   app.add_option("--out", g.out, "output directory for results");
   app.add_flag("-v,--verbose", g.verbose, "more log lines");
   app.add_flag("-q,--quiet", g.quiet, "only warnings and errors on stderr");
   cli::add_config_commands(app, g);
   cli::add_list_command(app, g);
+  cli::add_train_commands(app, g);
 
   try {
     app.parse(argc, argv);
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
 
   try {
     log::init(g.quiet ? -1 : g.verbose);
+    g.device_given = device_opt->count() > 0;
     runtime::set_threads(g.threads > 0 ? g.threads : runtime::default_threads());
     runtime::check_device(g.device);
     if (version) {

@@ -13,6 +13,8 @@ void init(int verbosity) {
                                     : spdlog::level::info);
 }
 
+bool quiet() { return spdlog::get_level() >= spdlog::level::warn; }
+
 bool verbose() { return spdlog::get_level() <= spdlog::level::debug; }
 
 }  // namespace lmx::log

@@ -8,6 +8,7 @@ namespace lmx::log {
 // verbosity: -1 quiet (warnings and errors), 0 normal, 1 verbose (debug).
 void init(int verbosity);
 bool verbose();
+bool quiet();
 
 template <class... A>
 void info(std::string_view area, fmt::format_string<A...> f, A&&... a) {

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs what lmx needs (Debian packages only), checks that OpenBLAS is the active BLAS,
+# and builds build/lmx. Idempotent: a second run installs nothing and takes seconds.
+#   scripts/bootstrap.sh            deps + build the lmx binary
+#   scripts/bootstrap.sh --deps     deps only
+#   scripts/bootstrap.sh --all      deps + build everything (tests too)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mode="${1:-}"
+
+packages=(cmake g++ make libtorch-dev libcli11-dev libyaml-cpp-dev libspdlog-dev catch2
+          nlohmann-json3-dev libopenblas0-pthread gnuplot-nox)
+
+say() { echo "[bootstrap] $*" >&2; }
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  say "installing: ${missing[*]}"
+  sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  # Refresh the package lists only when they are missing or an install fails on them.
+  if ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1 ||
+     ! $sudo apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
+    $sudo apt-get update >&2
+    $sudo apt-get install -y --no-install-recommends "${missing[@]}" >&2
+  fi
+else
+  say "all ${#packages[@]} packages present"
+fi
+
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)
+if [[ "$blas" == *openblas* ]]; then
+  say "BLAS: OpenBLAS ($blas)"
+else
+  say "WARNING: libblas.so.3 is $blas, not OpenBLAS: training will be ~25x slower"
+  say "fix: update-alternatives --set libblas.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"
+fi
+
+[[ "$mode" == "--deps" ]] && exit 0
+
+build="$root/build"
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >&2
+fi
+jobs=$(nproc 2>/dev/null || echo 2)
+if [[ "$mode" == "--all" ]]; then
+  cmake --build "$build" -j"$jobs" >&2
+else
+  cmake --build "$build" -j"$jobs" --target lmx >&2
+fi
+say "built $build/lmx"

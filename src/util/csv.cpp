@@ -1,0 +1,89 @@
+#include "util/csv.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "util/error.h"
+
+namespace lmx {
+
+std::string csv_escape(const std::string& cell) {
+  if (cell.find_first_of(",\"\n") == std::string::npos) return cell;
+  std::string out = "\"";
+  for (char c : cell) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+namespace {
+std::string csv_line(const std::vector<std::string>& cells) {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + csv_escape(cells[i]);
+  return line + "\n";
+}
+}  // namespace
+
+std::string Table::csv() const {
+  std::string out = csv_line(header);
+  for (const auto& r : rows) out += csv_line(r);
+  return out;
+}
+
+std::string Table::markdown() const {
+  std::vector<size_t> width(header.size(), 3);
+  auto measure = [&](const std::vector<std::string>& r) {
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  };
+  measure(header);
+  for (const auto& r : rows) measure(r);
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string s = "|";
+    for (size_t i = 0; i < width.size(); ++i)
+      s += " " + fmt::format("{:<{}}", i < r.size() ? r[i] : "", width[i]) + " |";
+    return s + "\n";
+  };
+  std::string out = line(header) + "|";
+  for (size_t w : width) out += std::string(w + 2, '-') + "|";
+  out += "\n";
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw RuntimeError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = (std::fflush(f) == 0) && ok;
+  int saved = errno;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    throw RuntimeError(fmt::format("cannot write {}: {}", path, std::strerror(saved ? saved : EIO)),
+                       "check free disk space and permissions of the output directory");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw RuntimeError(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
+}
+
+CsvAppender::CsvAppender(const std::string& path, const std::vector<std::string>& header, bool append)
+    : path_(path) {
+  if (append && std::filesystem::exists(path)) return;
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw RuntimeError(fmt::format("cannot write {}", path));
+  out << csv_line(header);
+}
+
+void CsvAppender::row(const std::vector<std::string>& cells) {
+  std::ofstream out(path_, std::ios::app);
+  out << csv_line(cells);
+  out.flush();
+  if (!out) throw RuntimeError(fmt::format("cannot append to {}", path_), "is the disk full?");
+}
+
+}  // namespace lmx

@@ -1,0 +1,35 @@
+// CSV tables written atomically (temporary name, then rename), and a Markdown view.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace lmx {
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+
+  void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
+  std::string csv() const;
+  std::string markdown() const;
+};
+
+// Writes `text` to `path` via `path.tmp` + rename, so readers never see half a file.
+// Throws RuntimeError naming the path when the directory is not writable or the disk is full.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+// Appends lines to a CSV file, flushed after every row (metrics.csv during training).
+class CsvAppender {
+ public:
+  CsvAppender() = default;
+  CsvAppender(const std::string& path, const std::vector<std::string>& header, bool append = false);
+  void row(const std::vector<std::string>& cells);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string csv_escape(const std::string& cell);
+
+}  // namespace lmx

@@ -1,0 +1,36 @@
+#include "util/signals.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+
+namespace lmx::signals {
+
+namespace {
+std::atomic<int> g_count{0};
+
+void handler(int) {
+  if (g_count.fetch_add(1) >= 1) {
+    const char msg[] = "\nlmx: second interrupt: exiting now (results written so far are intact)\n";
+    (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    _exit(130);
+  }
+  const char msg[] = "\nlmx: interrupt: finishing the current step, then saving (Ctrl-C again to quit now)\n";
+  (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+}
+}  // namespace
+
+void install() {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool interrupted() { return g_count.load() > 0; }
+
+void reset() { g_count = 0; }
+
+}  // namespace lmx::signals
