@@ -56,7 +56,6 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", g.quiet, "only warnings and errors on stderr");
   cli::add_config_commands(app, g);
   cli::add_list_command(app, g);
-  cli::add_train_commands(app, g);
 
   try {
     app.parse(argc, argv);
