@@ -23,17 +23,24 @@ enum class Layout { Doc, Packed };
 Layout parse_layout(const std::string& name);  // throws InputError
 
 // The rows a layout makes of a list of documents, before batching.
-//   Doc:    one row per document: inputs = doc[0..n-1), targets = doc[1..n), cut to seq_len.
+//   Doc:    one row per document: inputs = doc[0..n-1), targets = doc[1..n). A document
+//           with more than seq_len targets is cut into several rows of at most seq_len + 1
+//           tokens that overlap by one, so every target is predicted exactly once.
 //   Packed: the documents joined (<bos> d1 <eos> d2 <eos> ...; a document's own <bos> is
-//           dropped after the first), cut into rows of seq_len + 1 tokens.
+//           dropped after the first), cut into rows of seq_len + 1 tokens overlapping by
+//           one; the last row holds what is left (it is padded and masked in its batch).
 struct Rows {
   std::vector<std::vector<int32_t>> rows;  // each holds inputs plus one more target token
   int seq_len = 0;
+  Layout layout = Layout::Doc;
 };
 Rows make_rows(const std::vector<Doc>& docs, Layout layout, int seq_len, int32_t eos);
 
 // Batches of rows for training: reshuffled every epoch from (seed, epoch), padded with
-// `pad` to the longest row of the batch (Doc) or exactly seq_len (Packed).
+// `pad` to the longest row of the global batch (Doc) or exactly seq_len (Packed).
+// An epoch is rows / batch_size full global batches (the rows left over differ per epoch);
+// with fewer rows than batch_size, one batch of all of them. Rank r of `world` takes rows
+// [r*B/world, (r+1)*B/world) of each global batch of B rows. Not thread-safe (caches the order).
 class Batcher {
  public:
   Batcher(Rows rows, int batch_size, uint64_t seed, int32_t pad, int rank = 0, int world = 1);

@@ -1,0 +1,135 @@
+// lmx data stats|sample: look at the corpus a config names.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "cli/app.h"
+#include "config/config.h"
+#include "data/baselines.h"
+#include "data/corpus.h"
+#include "data/garden.h"
+
+namespace lmx::cli {
+
+namespace {
+
+struct DataArgs {
+  std::string path = "configs/textbook.yaml";
+  std::vector<std::string> sets;
+  int n = 5;
+};
+
+// A relative config path that does not exist here is looked up in the lmx sources.
+Config load_data_config(const DataArgs& args, const Globals& g) {
+  std::string path = args.path;
+  if (std::filesystem::path(path).is_relative() && !std::filesystem::exists(path)) {
+    auto in_source = std::filesystem::path(LMX_SOURCE_DIR) / path;
+    if (std::filesystem::exists(in_source)) path = in_source.string();
+  }
+  Config cfg = load_config(path, args.sets);
+  if (g.seed >= 0) cfg.data.seed = static_cast<int>(g.seed);
+  return cfg;
+}
+
+std::string show_doc(const data::Vocab& vocab, const data::Doc& doc) {
+  std::string text = vocab.decode(doc);
+  if (!vocab.bytes) return text;
+  std::string out;  // bytes: make control characters visible
+  for (unsigned char c : text) out += (c == '\n') ? std::string("\\n") : (c < 32 ? std::string("?") : std::string(1, c));
+  return out;
+}
+
+void print_stats(const Config& cfg) {
+  using namespace data;
+  const Corpus corpus = load_corpus(cfg.data);
+  const auto unigram = unigram_logprobs(corpus);
+  std::cout << fmt::format("kind        {}\n", corpus.kind);
+  std::cout << fmt::format("vocabulary  {} tokens\n", corpus.vocab.size());
+  if (!corpus.vocab.bytes) std::cout << fmt::format("  {}\n", fmt::join(corpus.vocab.words, " "));
+
+  std::cout << fmt::format("\n{:<6} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "split", "docs", "tokens",
+                           "mean len", "true nll", "true ppl", "uni nll", "uni ppl");
+  for (Split s : {Split::Train, Split::Val, Split::Test}) {
+    SplitStats st = split_stats(corpus, s, unigram);
+    std::cout << fmt::format("{:<6} {:>7} {:>8} {:>9.2f} {:>9.4f} {:>9.3f} {:>9.4f} {:>9.3f}\n", split_name(s),
+                             st.docs, st.tokens, st.mean_doc_len, st.true_nll, st.true_ppl(), st.unigram_nll,
+                             st.unigram_ppl());
+  }
+  std::cout << "(nll: mean nats per predicted token, <eos> included; unigram: add-one smoothed train counts)\n";
+
+  if (corpus.truth) {
+    const int W = cfg.data.pronoun_window;
+    std::map<int, int64_t> hist;
+    int64_t total = 0, far = 0;
+    for (const Doc& doc : corpus.train)
+      for (const auto& site : corpus.truth->pronoun_sites(doc)) ++hist[site.distance], ++total, far += site.distance > W;
+    std::cout << fmt::format("\npossessive pronouns in train: {} sites, {} far (distance > W = {}: {:.1f}%)\n", total,
+                             far, W, total ? 100.0 * far / total : 0.0);
+    int64_t most = 1;
+    for (const auto& [d, c] : hist) most = std::max(most, c);
+    for (const auto& [d, c] : hist)
+      std::cout << fmt::format("  {:>3} {:>7} {}\n", d, c, std::string(static_cast<size_t>(40 * c / most), '#'));
+  }
+
+  std::cout << "\nsample documents (train):\n";
+  for (size_t i = 0; i < std::min<size_t>(3, corpus.train.size()); ++i)
+    std::cout << "  " << show_doc(corpus.vocab, corpus.train[i]) << "\n";
+}
+
+void print_sample(const Config& cfg, int n) {
+  using namespace data;
+  if (cfg.data.kind != "garden") {
+    Corpus corpus = load_corpus(cfg.data);
+    std::cout << "(text has no true distribution: documents only)\n";
+    for (size_t i = 0; i < std::min<size_t>(n, corpus.train.size()); ++i)
+      std::cout << show_doc(corpus.vocab, corpus.train[i]) << "\n\n";
+    return;
+  }
+  auto garden = Garden::load(cfg.data.grammar);
+  const auto& words = garden->vocab().words;
+  for (const Doc& doc : generate_split(*garden, static_cast<uint64_t>(cfg.data.seed), Split::Train, n)) {
+    auto lp = garden->logprobs(doc);
+    std::string line = words[doc[0]];
+    double nll = 0;
+    for (size_t i = 1; i < doc.size(); ++i) {
+      line += fmt::format(" {}({:.2f})", words[doc[i]], std::exp(lp[i]));
+      nll -= lp[i];
+    }
+    std::cout << line << fmt::format("\n  {} tokens, mean nll {:.3f}\n", doc.size() - 1, nll / (doc.size() - 1));
+  }
+}
+
+}  // namespace
+
+void add_data_commands(CLI::App& app, Globals& g) {
+  auto* data = app.add_subcommand("data", "Inspect the dataset a config names: statistics, sample documents");
+  data->require_subcommand(1);
+  auto args = std::make_shared<DataArgs>();
+
+  auto* stats = data->add_subcommand(
+      "stats", "Vocabulary, split sizes, mean document length, true and unigram perplexity, pronoun distances");
+  stats->add_option("config", args->path, "config file (default configs/textbook.yaml)");
+  stats->add_option("--set", args->sets, "override a field: section.key=value (repeatable)");
+  stats->callback([&g, args] {
+    g.run = [&g, args] {
+      print_stats(load_data_config(*args, g));
+      return 0;
+    };
+  });
+
+  auto* sample = data->add_subcommand("sample", "The first training documents with each token's true probability");
+  sample->add_option("config", args->path, "config file (default configs/textbook.yaml)");
+  sample->add_option("--set", args->sets, "override a field: section.key=value (repeatable)");
+  sample->add_option("--n", args->n, "documents to show (default 5)")->check(CLI::PositiveNumber);
+  sample->callback([&g, args] {
+    g.run = [&g, args] {
+      print_sample(load_data_config(*args, g), args->n);
+      return 0;
+    };
+  });
+}
+
+}  // namespace lmx::cli

@@ -1,0 +1,50 @@
+#include "data/baselines.h"
+
+namespace lmx::data {
+
+std::vector<double> unigram_logprobs(const Corpus& corpus) {
+  const int V = corpus.vocab.size();
+  std::vector<int64_t> count(V, 0);
+  int64_t n = 0;
+  for (const Doc& doc : corpus.train)
+    for (size_t i = 1; i < doc.size(); ++i) ++count[doc[i]], ++n;
+  const int predictable = V - 2;  // all but <bos> and <pad>
+  std::vector<double> out(V);
+  for (int t = 0; t < V; ++t)
+    out[t] = (t == corpus.vocab.bos || t == corpus.vocab.pad)
+                 ? -INFINITY
+                 : std::log(static_cast<double>(count[t] + 1) / static_cast<double>(n + predictable));
+  return out;
+}
+
+double true_nll_sum(const Truth& truth, const std::vector<Doc>& docs, int64_t* tokens) {
+  double sum = 0;
+  int64_t count = 0;
+  for (const Doc& doc : docs) {
+    auto lp = truth.logprobs(doc);
+    for (size_t i = 1; i < lp.size(); ++i) sum -= lp[i], ++count;
+  }
+  if (tokens) *tokens = count;
+  return sum;
+}
+
+SplitStats split_stats(const Corpus& corpus, Split split, std::vector<double> unigram) {
+  if (unigram.empty()) unigram = unigram_logprobs(corpus);
+  const auto& docs = corpus.split(split);
+  SplitStats s;
+  s.docs = static_cast<int64_t>(docs.size());
+  double uni = 0;
+  int64_t length = 0;
+  for (const Doc& doc : docs) {
+    length += static_cast<int64_t>(doc.size());
+    for (size_t i = 1; i < doc.size(); ++i) uni -= unigram[doc[i]], ++s.tokens;
+  }
+  if (s.docs > 0) s.mean_doc_len = static_cast<double>(length) / static_cast<double>(s.docs);
+  if (s.tokens > 0) {
+    s.unigram_nll = uni / static_cast<double>(s.tokens);
+    if (corpus.truth) s.true_nll = true_nll_sum(*corpus.truth, docs) / static_cast<double>(s.tokens);
+  }
+  return s;
+}
+
+}  // namespace lmx::data

@@ -1,0 +1,35 @@
+// Reference points for a split: the true distribution's NLL (garden only) and a unigram
+// model's NLL from training frequencies. Every NLL is a mean in nats over predicted tokens:
+// positions 1..n-1 of each document, <eos> included, <bos> never predicted.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "data/corpus.h"
+
+namespace lmx::data {
+
+struct SplitStats {
+  int64_t docs = 0;
+  int64_t tokens = 0;          // predicted tokens (sum of n-1 over documents)
+  double mean_doc_len = 0;     // tokens per document, <bos> and <eos> included
+  double true_nll = NAN;       // mean -log p(token | prefix) under the truth; NaN without truth
+  double unigram_nll = NAN;    // mean -log q(token) under unigram_logprobs
+  double true_ppl() const { return std::exp(true_nll); }
+  double unigram_ppl() const { return std::exp(unigram_nll); }
+};
+
+// The unigram model: q(t) = (count(t) + 1) / (N + V') over the predicted tokens of the
+// training split (N of them), add-one smoothed over the V' tokens that can be predicted
+// (every id but <bos> and <pad>, which get -inf). Returns log q indexed by token id.
+std::vector<double> unigram_logprobs(const Corpus& corpus);
+
+// Sum of -log p over the predicted tokens of docs under the truth (throws InputError for a
+// document outside the language); *tokens receives the count.
+double true_nll_sum(const Truth& truth, const std::vector<Doc>& docs, int64_t* tokens = nullptr);
+
+// All figures for one split; `unigram` from unigram_logprobs (computed if empty).
+SplitStats split_stats(const Corpus& corpus, Split split, std::vector<double> unigram = {});
+
+}  // namespace lmx::data

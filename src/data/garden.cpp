@@ -1,0 +1,190 @@
+#include "data/garden.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.h"
+
+namespace lmx::data {
+
+Garden::Garden(Grammar grammar) : g_(std::move(grammar)) {}
+
+std::shared_ptr<const Garden> Garden::load(const std::string& path) {
+  return std::make_shared<const Garden>(load_grammar(path.empty() ? default_grammar_path() : path));
+}
+
+Garden::State Garden::start() const {
+  State s;
+  s.stack.push_back({Symbol::Rule, g_.start});
+  return s;
+}
+
+namespace {
+
+// A path through the grammar from a state to its next word.
+struct Path {
+  std::vector<Symbol> stack;
+  double p;
+  int bind;            // gender the first word binds (-1: none)
+  std::string choice;  // the last choice taken, for ambiguity messages
+};
+
+}  // namespace
+
+std::vector<Garden::Next> Garden::next(const State& state) const {
+  std::vector<Next> out;
+  if (state.done) return out;
+  std::vector<std::string> origin;  // origin[k]: the choice that produced out[k]
+
+  // Depth-first over every choice until each path reaches a word (or the end: <eos>).
+  std::vector<Path> todo{{state.stack, 1.0, -1, "start"}};
+  while (!todo.empty()) {
+    Path path = std::move(todo.back());
+    todo.pop_back();
+    Next n;
+    n.p = path.p;
+    n.after.bound = state.bound;
+    n.after.bound_pos = state.bound_pos;
+    n.after.pos = state.pos + 1;
+    if (path.stack.empty()) {
+      n.token = g_.vocab.eos;
+      n.after.done = true;
+    } else {
+      Symbol top = path.stack.back();
+      path.stack.pop_back();
+      if (top.kind == Symbol::Rule) {
+        const Rule& rule = g_.rules[top.id];
+        for (const Choice& c : rule.choices) {
+          Path p{path.stack, path.p * c.p, c.bind >= 0 ? c.bind : path.bind, c.where};
+          p.stack.insert(p.stack.end(), c.seq.rbegin(), c.seq.rend());
+          todo.push_back(std::move(p));
+        }
+        continue;
+      }
+      if (top.kind == Symbol::Word) {
+        n.token = top.id;
+      } else {
+        if (state.bound < 0)
+          throw InputError(fmt::format("{}: ${} is used before any @gender choice bound a subject ({})", g_.source,
+                                       g_.slots[top.id], path.choice));
+        n.token = g_.forms[top.id][state.bound];
+        n.distance = state.pos - state.bound_pos;
+      }
+      n.after.stack = std::move(path.stack);
+    }
+    if (path.bind >= 0) n.after.bound = path.bind, n.after.bound_pos = state.pos;
+    for (size_t k = 0; k < out.size(); ++k)
+      if (out[k].token == n.token)
+        throw InputError(fmt::format("{}: the grammar is ambiguous: '{}' can come from two choices ({} and {})",
+                                     g_.source, g_.vocab.words[n.token], origin[k], path.choice),
+                         "every possible next word must come from exactly one choice");
+    out.push_back(std::move(n));
+    origin.push_back(path.choice);
+  }
+  return out;
+}
+
+namespace {
+
+std::string context(const Vocab& vocab, const Doc& doc, size_t i) {
+  size_t from = i > 8 ? i - 8 : 0;
+  std::string out = from > 0 ? "... " : "";
+  for (size_t k = from; k < i; ++k) out += vocab.words[doc[k]] + " ";
+  return out;
+}
+
+}  // namespace
+
+template <class Visit>
+void Garden::walk(const Doc& doc, Visit&& visit) const {
+  const Vocab& v = g_.vocab;
+  auto bad = [&](size_t i, const std::string& why) {
+    std::string tok = doc[i] >= 0 && doc[i] < v.size() ? "'" + v.words[doc[i]] + "'" : std::to_string(doc[i]);
+    return InputError(fmt::format("not in the garden language: token {} at position {} {}", tok, i, why),
+                      fmt::format("after: {}", context(v, doc, i)));
+  };
+  if (doc.empty()) throw InputError("not in the garden language: an empty document (it must start with <bos>)");
+  if (doc[0] != v.bos) throw bad(0, "(a document starts with <bos>)");
+  State state = start();
+  for (size_t i = 1; i < doc.size(); ++i) {
+    if (state.done) throw bad(i, "follows <eos>");
+    std::vector<Next> options = next(state);
+    auto it = std::find_if(options.begin(), options.end(), [&](const Next& n) { return n.token == doc[i]; });
+    if (it == options.end()) {
+      std::vector<std::string> expected;
+      for (const auto& n : options) expected.push_back(v.words[n.token]);
+      std::sort(expected.begin(), expected.end());
+      if (expected.size() > 12) expected.resize(12), expected.push_back("...");
+      throw bad(i, fmt::format("cannot follow here (expected one of: {})", fmt::join(expected, " ")));
+    }
+    visit(i, options, *it);
+    state = std::move(it->after);
+  }
+}
+
+Garden::State Garden::follow(const Doc& prefix) const {
+  if (prefix.size() <= 1) {
+    walk(prefix, [](size_t, const std::vector<Next>&, const Next&) {});
+    return start();
+  }
+  State state;
+  walk(prefix, [&](size_t i, const std::vector<Next>&, const Next& chosen) {
+    if (i + 1 == prefix.size()) state = chosen.after;
+  });
+  return state;
+}
+
+std::vector<std::pair<int32_t, double>> Garden::next_distribution(const Doc& prefix) const {
+  std::vector<std::pair<int32_t, double>> out;
+  for (const auto& n : next(follow(prefix))) out.emplace_back(n.token, n.p);
+  return out;
+}
+
+Doc Garden::sample(Rng& rng) const {
+  Doc doc{g_.vocab.bos};
+  State state = start();
+  while (!state.done) {
+    std::vector<Next> options = next(state);
+    double u = rng.uniform(), acc = 0;
+    size_t pick = options.size() - 1;  // rounding: the last option takes what is left
+    for (size_t k = 0; k < options.size(); ++k) {
+      acc += options[k].p;
+      if (u < acc) {
+        pick = k;
+        break;
+      }
+    }
+    doc.push_back(options[pick].token);
+    state = std::move(options[pick].after);
+  }
+  return doc;
+}
+
+std::vector<double> Garden::logprobs(const Doc& doc) const {
+  std::vector<double> out(doc.size(), 0.0);
+  walk(doc, [&](size_t i, const std::vector<Next>&, const Next& chosen) { out[i] = std::log(chosen.p); });
+  if (doc.size() > 1 && doc.back() != g_.vocab.eos)
+    throw InputError(fmt::format("not in the garden language: the document ends at position {} without <eos>",
+                                 doc.size() - 1));
+  return out;
+}
+
+std::vector<PronounSite> Garden::pronoun_sites(const Doc& doc) const {
+  std::vector<PronounSite> out;
+  walk(doc, [&](size_t i, const std::vector<Next>&, const Next& chosen) {
+    if (chosen.distance >= 0) out.push_back({static_cast<int>(i), chosen.distance, chosen.token});
+  });
+  return out;
+}
+
+std::vector<int32_t> Garden::pronouns() const {
+  std::vector<int32_t> out;
+  for (const auto& forms : g_.forms) out.insert(out.end(), forms.begin(), forms.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace lmx::data

@@ -1,0 +1,264 @@
+#include "data/grammar.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "config/fields.h"
+#include "util/error.h"
+
+namespace lmx::data {
+
+namespace {
+
+std::string at(const std::string& source, const YAML::Node& node) {
+  const auto m = node.Mark();
+  if (m.line < 0) return source;
+  return fmt::format("{}:{}:{}", source, m.line + 1, m.column + 1);
+}
+
+[[noreturn]] void fail(const std::string& where, const std::string& message) {
+  throw InputError(fmt::format("{}: {}", where, message),
+                   "the grammar format is described at the top of data/garden.yaml");
+}
+
+bool is_word(const std::string& s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::islower(c) || std::isdigit(c) || std::string(".,;:!?'-").find(c) != std::string::npos;
+  });
+}
+
+std::vector<std::string> keys_of(const YAML::Node& map) {
+  std::vector<std::string> out;
+  for (const auto& kv : map) out.push_back(kv.first.as<std::string>());
+  return out;
+}
+
+// Raw choice before word ids exist.
+struct RawSymbol {
+  Symbol::Kind kind;
+  std::string name;
+};
+struct RawChoice {
+  double weight;
+  std::vector<RawSymbol> seq;
+  int bind;
+  std::string where;
+};
+
+// Depth-first search for a rule that reaches itself; returns the cycle as "A -> B -> A".
+std::string find_cycle(const std::vector<std::vector<int>>& edges, const std::vector<std::string>& names) {
+  std::vector<int> color(edges.size(), 0), parent(edges.size(), -1);
+  std::string cycle;
+  std::function<bool(int)> dfs = [&](int u) {
+    color[u] = 1;
+    for (int v : edges[u]) {
+      if (color[v] == 1) {
+        std::vector<std::string> path{names[v]};
+        for (int w = u; w != v; w = parent[w]) path.push_back(names[w]);
+        path.push_back(names[v]);
+        std::reverse(path.begin() + 1, path.end() - 1);
+        cycle = join(path, " -> ");
+        return true;
+      }
+      if (color[v] == 0) {
+        parent[v] = u;
+        if (dfs(v)) return true;
+      }
+    }
+    color[u] = 2;
+    return false;
+  };
+  for (size_t u = 0; u < edges.size(); ++u)
+    if (color[u] == 0 && dfs(static_cast<int>(u))) return cycle;
+  return "";
+}
+
+}  // namespace
+
+std::string default_grammar_path() { return std::string(LMX_SOURCE_DIR) + "/data/garden.yaml"; }
+
+Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    fail(fmt::format("{}:{}:{}", source, e.mark.line + 1, e.mark.column + 1), "not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) fail(source, "a grammar is a mapping with keys start, slots, rules");
+  const std::vector<std::string> top_keys{"start", "slots", "rules"};
+  for (const auto& kv : root) {
+    auto key = kv.first.as<std::string>();
+    if (std::find(top_keys.begin(), top_keys.end(), key) == top_keys.end()) {
+      auto near = closest(key, top_keys);
+      fail(at(source, kv.first), fmt::format("unknown key '{}'{}; valid: {}", key,
+                                             near.empty() ? "" : " (did you mean '" + near + "'?)", join(top_keys)));
+    }
+  }
+  for (const auto& key : top_keys)
+    if (!root[key]) fail(source, fmt::format("missing key '{}'", key));
+
+  Grammar g;
+  g.source = source;
+
+  // Slots: name -> {gender: word}; every slot has the same genders.
+  const YAML::Node slots = root["slots"];
+  if (!slots.IsMap() || slots.size() == 0) fail(at(source, slots), "slots: expected a mapping slot -> {gender: word}");
+  std::set<std::string> words;
+  std::vector<std::vector<std::string>> form_words;
+  for (const auto& kv : slots) {
+    auto name = kv.first.as<std::string>();
+    const std::string where = at(source, kv.second) + ": slots." + name;
+    if (!kv.second.IsMap() || kv.second.size() == 0) fail(where, "expected a mapping gender -> word");
+    auto genders = keys_of(kv.second);
+    if (g.genders.empty()) g.genders = genders;
+    if (genders != g.genders)
+      fail(where, fmt::format("genders {} differ from the first slot's {}", join(genders), join(g.genders)));
+    std::vector<std::string> forms;
+    for (const auto& f : kv.second) {
+      auto w = f.second.IsScalar() ? f.second.Scalar() : "";
+      if (!is_word(w)) fail(where + "." + f.first.as<std::string>(), fmt::format("'{}' is not a lowercase word", w));
+      words.insert(w);
+      forms.push_back(w);
+    }
+    g.slots.push_back(name);
+    form_words.push_back(forms);
+  }
+
+  // Rules: names first, so that choices can refer to rules defined later.
+  const YAML::Node rules = root["rules"];
+  if (!rules.IsMap() || rules.size() == 0) fail(at(source, rules), "rules: expected a mapping Name -> list of choices");
+  std::vector<std::string> names = keys_of(rules);
+  std::map<std::string, int> rule_index;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!std::isupper(static_cast<unsigned char>(names[i][0])))
+      fail(at(source, rules) + ": rules." + names[i], "rule names start with a capital letter");
+    rule_index[names[i]] = static_cast<int>(i);
+  }
+
+  std::vector<std::vector<RawChoice>> raw(names.size());
+  std::vector<std::vector<int>> edges(names.size());
+  size_t r = 0;
+  for (const auto& kv : rules) {
+    const std::string rule_key = "rules." + names[r];
+    if (!kv.second.IsSequence() || kv.second.size() == 0)
+      fail(at(source, kv.second) + ": " + rule_key, "expected a list of choices \"<weight> <symbols...>\"");
+    for (size_t c = 0; c < kv.second.size(); ++c) {
+      const YAML::Node node = kv.second[c];
+      const std::string where = fmt::format("{}: {}[{}]", at(source, node), rule_key, c);
+      if (!node.IsScalar()) fail(where, "a choice is one string \"<weight> <symbols...>\"");
+      std::istringstream in(node.Scalar());
+      std::string tok;
+      in >> tok;
+      double weight = 0;
+      try {
+        size_t used = 0;
+        weight = std::stod(tok, &used);
+        if (used != tok.size()) throw std::invalid_argument(tok);
+      } catch (const std::exception&) {
+        fail(where, fmt::format("expected a weight first, got '{}'", tok));
+      }
+      if (!(weight > 0) || !std::isfinite(weight)) fail(where, fmt::format("weight must be > 0, got {}", tok));
+      RawChoice choice{weight, {}, -1, where};
+      while (in >> tok) {
+        if (choice.bind >= 0) fail(where, fmt::format("'{}' after the binding: @gender must come last", tok));
+        if (tok[0] == '@') {
+          auto gender = tok.substr(1);
+          auto it = std::find(g.genders.begin(), g.genders.end(), gender);
+          if (it == g.genders.end())
+            fail(where, fmt::format("unknown gender '{}'; the slots define: {}", gender, join(g.genders)));
+          choice.bind = static_cast<int>(it - g.genders.begin());
+        } else if (tok[0] == '$') {
+          auto name = tok.substr(1);
+          if (std::find(g.slots.begin(), g.slots.end(), name) == g.slots.end()) {
+            auto near = closest(name, g.slots);
+            fail(where, fmt::format("unknown slot '{}'{}", tok, near.empty() ? "" : " (did you mean '$" + near + "'?)"));
+          }
+          choice.seq.push_back({Symbol::Slot, name});
+        } else if (std::isupper(static_cast<unsigned char>(tok[0]))) {
+          if (!rule_index.count(tok)) {
+            auto near = closest(tok, names);
+            fail(where, fmt::format("unknown rule '{}'{}", tok, near.empty() ? "" : " (did you mean '" + near + "'?)"));
+          }
+          choice.seq.push_back({Symbol::Rule, tok});
+          edges[r].push_back(rule_index[tok]);
+        } else {
+          if (!is_word(tok))
+            fail(where, fmt::format("'{}' is not a word (lowercase letters, digits, punctuation), a Rule, $slot or @gender", tok));
+          words.insert(tok);
+          choice.seq.push_back({Symbol::Word, tok});
+        }
+      }
+      if (choice.bind >= 0 && choice.seq.empty()) fail(where, "an empty choice cannot bind a gender");
+      raw[r].push_back(std::move(choice));
+    }
+    ++r;
+  }
+
+  const YAML::Node start = root["start"];
+  if (!start.IsScalar() || !rule_index.count(start.Scalar()))
+    fail(at(source, start) + ": start", fmt::format("'{}' is not a rule", start.IsScalar() ? start.Scalar() : ""));
+  g.start = rule_index[start.Scalar()];
+
+  if (auto cycle = find_cycle(edges, names); !cycle.empty())
+    fail(source + ": rules", "recursion is not allowed (the walk must end): " + cycle);
+  std::vector<bool> reached(names.size(), false);
+  std::function<void(int)> reach = [&](int u) {
+    if (reached[u]) return;
+    reached[u] = true;
+    for (int v : edges[u]) reach(v);
+  };
+  reach(g.start);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (!reached[i]) fail(source + ": rules." + names[i], "never used: not reachable from start");
+
+  // Vocabulary: specials first, then every word in byte order.
+  g.vocab.words = {"<pad>", "<bos>", "<eos>"};
+  g.vocab.pad = 0, g.vocab.bos = 1, g.vocab.eos = 2;
+  for (const auto& w : words) g.vocab.words.push_back(w);
+  std::map<std::string, int32_t> word_id;
+  for (size_t i = 0; i < g.vocab.words.size(); ++i) word_id[g.vocab.words[i]] = static_cast<int32_t>(i);
+  for (const auto& forms : form_words) {
+    std::vector<int32_t> ids;
+    for (const auto& w : forms) ids.push_back(word_id.at(w));
+    g.forms.push_back(ids);
+  }
+
+  for (size_t i = 0; i < names.size(); ++i) {
+    Rule rule{names[i], {}};
+    double total = 0;
+    for (const auto& c : raw[i]) total += c.weight;
+    for (const auto& c : raw[i]) {
+      Choice choice{c.weight / total, {}, c.bind, c.where};
+      for (const auto& s : c.seq) {
+        int32_t id = s.kind == Symbol::Word ? word_id.at(s.name)
+                   : s.kind == Symbol::Rule ? rule_index.at(s.name)
+                   : static_cast<int32_t>(std::find(g.slots.begin(), g.slots.end(), s.name) - g.slots.begin());
+        choice.seq.push_back({s.kind, id});
+      }
+      rule.choices.push_back(std::move(choice));
+    }
+    g.rules.push_back(std::move(rule));
+  }
+  return g;
+}
+
+Grammar load_grammar(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError(fmt::format("{}: cannot read the garden grammar", path),
+                     "set data.grammar to a grammar file (the built-in one is data/garden.yaml in the lmx sources)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_grammar(ss.str(), path);
+}
+
+}  // namespace lmx::data

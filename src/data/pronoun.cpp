@@ -1,0 +1,78 @@
+#include "data/pronoun.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+namespace lmx::data {
+
+void PronounAccuracy::add(int distance, bool correct, int window) {
+  if (distance > window) {
+    ++far_sites;
+    far_correct += correct;
+  } else {
+    ++near_sites;
+    near_correct += correct;
+  }
+}
+
+PronounAccuracy& PronounAccuracy::operator+=(const PronounAccuracy& o) {
+  far_sites += o.far_sites, far_correct += o.far_correct;
+  near_sites += o.near_sites, near_correct += o.near_correct;
+  return *this;
+}
+
+bool ranks_first(const std::vector<double>& scores, size_t correct) {
+  for (size_t k = 0; k < scores.size(); ++k)
+    if (k != correct && !(scores[correct] > scores[k])) return false;
+  return true;
+}
+
+namespace {
+
+size_t index_of(const std::vector<int32_t>& candidates, int32_t token) {
+  return static_cast<size_t>(std::find(candidates.begin(), candidates.end(), token) - candidates.begin());
+}
+
+}  // namespace
+
+PronounAccuracy pronoun_accuracy(const Truth& truth, const std::vector<Doc>& docs, int window,
+                                 const CandidateScorer& score) {
+  const auto candidates = truth.pronouns();
+  PronounAccuracy acc;
+  for (size_t d = 0; d < docs.size(); ++d)
+    for (const auto& site : truth.pronoun_sites(docs[d]))
+      acc.add(site.distance, ranks_first(score(d, site.pos, candidates), index_of(candidates, site.correct)), window);
+  return acc;
+}
+
+void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
+                       const std::vector<std::vector<double>>& rows) {
+  const auto candidates = truth.pronouns();
+  for (const auto& site : truth.pronoun_sites(doc)) {
+    size_t t = static_cast<size_t>(site.pos - 1);
+    if (t >= rows.size()) continue;
+    std::vector<double> scores;
+    for (int32_t c : candidates) scores.push_back(rows[t][c]);
+    acc.add(site.distance, ranks_first(scores, index_of(candidates, site.correct)), window);
+  }
+}
+
+void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
+                       const torch::Tensor& logits) {
+  TORCH_CHECK(logits.dim() == 2, "add_pronoun_sites: logits must be (T, V)");
+  const auto candidates = truth.pronouns();
+  std::vector<int64_t> ids(candidates.begin(), candidates.end());
+  auto picked = logits.detach().to(torch::kCPU, torch::kDouble)
+                    .index_select(1, torch::tensor(ids, torch::kLong)).contiguous();  // (T, P)
+  const int64_t T = picked.size(0), P = picked.size(1);
+  const double* data = picked.data_ptr<double>();
+  for (const auto& site : truth.pronoun_sites(doc)) {
+    int64_t t = site.pos - 1;
+    if (t >= T) continue;
+    std::vector<double> scores(data + t * P, data + (t + 1) * P);
+    acc.add(site.distance, ranks_first(scores, index_of(candidates, site.correct)), window);
+  }
+}
+
+}  // namespace lmx::data

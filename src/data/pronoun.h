@@ -1,0 +1,44 @@
+// The possessive-pronoun metric: at every position where the next token is a possessive
+// pronoun (a Truth's pronoun site), does the model score the correct pronoun strictly above
+// every other pronoun? Split by the distance to the sentence's subject: far (> W tokens
+// back, W = data.pronoun_window) and near (<= W). Ties are not wins, so a uniform model
+// scores 0 and a model guessing at random scores about 1 / (number of pronouns).
+#pragma once
+#include <torch/types.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "data/corpus.h"
+
+namespace lmx::data {
+
+struct PronounAccuracy {
+  int64_t far_sites = 0, far_correct = 0;
+  int64_t near_sites = 0, near_correct = 0;
+  double far() const { return far_sites ? static_cast<double>(far_correct) / far_sites : NAN; }
+  double near() const { return near_sites ? static_cast<double>(near_correct) / near_sites : NAN; }
+  void add(int distance, bool correct, int window);
+  PronounAccuracy& operator+=(const PronounAccuracy& o);
+};
+
+// True when scores[correct] is strictly above every other score.
+bool ranks_first(const std::vector<double>& scores, size_t correct);
+
+// score(doc_index, pos, candidates): the model's score (log-prob or logit) of each
+// candidate as doc[pos], given doc[0..pos). Candidates are truth.pronouns().
+using CandidateScorer =
+    std::function<std::vector<double>(size_t doc_index, int pos, const std::vector<int32_t>& candidates)>;
+PronounAccuracy pronoun_accuracy(const Truth& truth, const std::vector<Doc>& docs, int window,
+                                 const CandidateScorer& score);
+
+// One document from the model's outputs on inputs doc[0..T): rows[t][v] (or logits[t][v],
+// a (T, V) tensor) scores token v as doc[t + 1]. Sites past the last row are skipped.
+void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
+                       const std::vector<std::vector<double>>& rows);
+void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
+                       const torch::Tensor& logits);
+
+}  // namespace lmx::data

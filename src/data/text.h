@@ -1,0 +1,16 @@
+// The second dataset kind: plain text as bytes. A file (or every .txt file of a directory,
+// in name order) is cut into documents of data.text_doc_len bytes, each <bos> bytes <eos>;
+// documents go to val / test / train by a permutation drawn from data.seed.
+#pragma once
+#include "data/corpus.h"
+
+namespace lmx::data {
+
+// The byte vocabulary: ids 0..255 are the bytes, then <pad>, <bos>, <eos>.
+Vocab byte_vocab();
+
+// Builds a text corpus (no truth). Throws InputError if data.text_path cannot be read or
+// holds too little text for the three splits.
+Corpus load_text_corpus(const DataConfig& cfg);
+
+}  // namespace lmx::data
