@@ -1,6 +1,7 @@
 // Component registry: one aligned name → (description, factory) table per component kind.
 // The names and descriptions are visible here without LibTorch so that config validation,
-// `lmx list` and `--help` all print the same tables; the factories live in model/.
+// `lmx list` and `--help` all print the same tables; the rows and their factories live in
+// model/registry.cpp (make_ffn, make_norm, make_attention, make_position in model/*.h).
 #pragma once
 #include <string>
 #include <vector>

@@ -1,0 +1,35 @@
+// One Transformer block: attention then FFN, each with a residual and a norm.
+//   pre  (GPT-2 / Llama):  x ← x + f(N(x))   (the model adds a final norm)
+//   post (2017 original):  x ← N(x + f(x))
+// Parameter names (HF Llama): self_attn.*, mlp.*, input_layernorm (the norm around the
+// attention), post_attention_layernorm (the norm around the FFN), for both placements.
+#pragma once
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <memory>
+#include <vector>
+
+#include "config/config.h"
+#include "model/attention.h"
+#include "model/ffn.h"
+#include "model/norm.h"
+
+namespace lmx {
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(const ModelConfig& cfg, std::shared_ptr<Position> position);
+  // x (B, T, C) at positions [start, start + T); cache: this layer's KV tensors or null.
+  torch::Tensor forward(const torch::Tensor& x, int64_t start, std::vector<torch::Tensor>* cache);
+
+  std::shared_ptr<Attention> self_attn;
+  std::shared_ptr<Ffn> mlp;
+  std::shared_ptr<Norm> input_layernorm, post_attention_layernorm;
+
+ private:
+  bool pre_norm_;
+};
+TORCH_MODULE(Block);
+
+}  // namespace lmx

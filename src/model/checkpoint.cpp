@@ -1,0 +1,99 @@
+#include "model/checkpoint.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "util/error.h"
+
+namespace lmx {
+
+namespace {
+
+const char* const kConfigKey = "lmx_config";
+const char* const kNameKey = "lmx_run_name";
+
+bool is_extra(const std::string& name) { return name.rfind("optim.", 0) == 0 || name.rfind("state.", 0) == 0; }
+
+std::string shape_str(const torch::Tensor& t) { return fmt::format("[{}]", fmt::join(t.sizes().vec(), ", ")); }
+
+// "a, b, c and 4 more"
+std::string listing(const std::vector<std::string>& items) {
+  const size_t shown = std::min<size_t>(items.size(), 6);
+  std::string out = fmt::format("{}", fmt::join(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
+  if (items.size() > shown) out += fmt::format(" and {} more", items.size() - shown);
+  return out;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, ModernLMImpl& model, const Config& cfg, const NamedTensors& extra_tensors,
+                     const std::map<std::string, std::string>& extra_metadata) {
+  NamedTensors tensors;
+  for (const auto& p : model.named_parameters()) tensors.push_back({p.key(), p.value()});
+  for (const auto& t : extra_tensors) tensors.push_back(t);
+  std::map<std::string, std::string> metadata = extra_metadata;
+  metadata[kConfigKey] = to_yaml(cfg);
+  metadata[kNameKey] = cfg.name;
+  metadata["format"] = "pt";  // what Hugging Face tools expect of a PyTorch state dict
+  write_safetensors(path, tensors, metadata);
+}
+
+Checkpoint read_checkpoint(const std::string& path) {
+  auto file = read_safetensors(path);
+  auto it = file.metadata.find(kConfigKey);
+  if (it == file.metadata.end())
+    throw InputError(fmt::format("{}: no '{}' entry in the safetensors metadata: not an lmx checkpoint", path, kConfigKey),
+                     "lmx checkpoints are written by `lmx train`");
+  Checkpoint ckpt;
+  ckpt.path = path;
+  ckpt.config = parse_config(it->second, path + " (lmx_config)");
+  auto name = file.metadata.find(kNameKey);
+  if (name != file.metadata.end()) ckpt.config.name = name->second;
+  ckpt.tensors = std::move(file.tensors);
+  ckpt.metadata = std::move(file.metadata);
+  return ckpt;
+}
+
+void load_weights(ModernLMImpl& model, const Checkpoint& ckpt) {
+  std::map<std::string, torch::Tensor> stored;
+  std::vector<std::string> unexpected, missing, mismatched;
+  for (const auto& [name, t] : ckpt.tensors)
+    if (!is_extra(name)) stored[name] = t;
+  auto params = model.named_parameters();
+  std::set<std::string> known;
+  for (const auto& p : params) {
+    known.insert(p.key());
+    auto it = stored.find(p.key());
+    if (it == stored.end()) {
+      missing.push_back(p.key());
+    } else if (!it->second.sizes().equals(p.value().sizes())) {
+      mismatched.push_back(fmt::format("{} shape {} in file vs {} in model", p.key(), shape_str(it->second),
+                                       shape_str(p.value())));
+    } else if (it->second.scalar_type() != p.value().scalar_type()) {
+      mismatched.push_back(fmt::format("{} dtype {} in file vs {} in model", p.key(),
+                                       c10::toString(it->second.scalar_type()), c10::toString(p.value().scalar_type())));
+    }
+  }
+  for (const auto& [name, t] : stored)
+    if (!known.count(name)) unexpected.push_back(name);
+  if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
+    std::vector<std::string> parts;
+    if (!missing.empty()) parts.push_back("missing: " + listing(missing));
+    if (!unexpected.empty()) parts.push_back("unexpected: " + listing(unexpected));
+    if (!mismatched.empty()) parts.push_back("mismatch: " + listing(mismatched));
+    throw InputError(fmt::format("{}: weights do not match the model its config builds; {}", ckpt.path,
+                                 fmt::join(parts, "; ")),
+                     "the file was written by another version or edited; tensor names follow model/lm.h");
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& p : params) p.value().copy_(stored.at(p.key()));
+}
+
+ModernLM load_model(const Checkpoint& ckpt) {
+  ModernLM model(ckpt.config.model);
+  load_weights(*model, ckpt);
+  return model;
+}
+
+}  // namespace lmx

@@ -1,0 +1,70 @@
+// FFN variants (Shazeer 2020, "GLU Variants Improve Transformer"). The hidden width F comes
+// from ModelConfig::ffn_hidden: explicit d_ff, or parameter-matched (gated: 2/3 of plain).
+#include "model/ffn.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "util/error.h"
+
+namespace lmx {
+
+namespace {
+
+torch::nn::Linear linear(int64_t in, int64_t out, bool with_bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(with_bias));
+}
+
+}  // namespace
+
+Activation activation_from_name(const std::string& name) {
+  if (name == "relu") return Activation::Relu;
+  if (name == "gelu") return Activation::Gelu;
+  if (name == "gelu_tanh") return Activation::GeluTanh;
+  if (name == "silu") return Activation::Silu;
+  if (name == "swish") return Activation::Swish;
+  throw InputError(fmt::format("unknown activation '{}'; valid: relu, gelu, gelu_tanh, silu, swish", name));
+}
+
+torch::Tensor activate(Activation act, const torch::Tensor& x, double swish_beta) {
+  switch (act) {
+    case Activation::Relu: return torch::relu(x);
+    case Activation::Gelu: return torch::gelu(x, /*approximate=*/"none");  // x·Φ(x), Φ via erf
+    case Activation::GeluTanh: return torch::gelu(x, /*approximate=*/"tanh");  // 0.5x(1+tanh(√(2/π)(x+0.044715x³)))
+    case Activation::Silu: return torch::silu(x);  // x·σ(x)
+    case Activation::Swish: return x * torch::sigmoid(swish_beta * x);  // x·σ(βx)
+  }
+  throw RuntimeError("activate: unhandled activation");
+}
+
+torch::Tensor activation(const std::string& name, const torch::Tensor& x, double swish_beta) {
+  return activate(activation_from_name(name), x, swish_beta);
+}
+
+PlainFfnImpl::PlainFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), beta_(cfg.swish_beta) {
+  const int64_t F = cfg.ffn_hidden(/*gated=*/false);
+  up_proj = register_module("up_proj", linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
+  down_proj = register_module("down_proj", linear(F, cfg.d_model, /*with_bias=*/cfg.bias));
+}
+
+torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
+  auto h = activate(act_, up_proj(x), beta_);  // (B, T, F)
+  if (keep_hidden) last_hidden = h.detach();
+  return down_proj(h);  // (B, T, C)
+}
+
+GatedFfnImpl::GatedFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), beta_(cfg.swish_beta) {
+  const int64_t F = cfg.ffn_hidden(/*gated=*/true);
+  gate_proj = register_module("gate_proj", linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
+  up_proj = register_module("up_proj", linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
+  down_proj = register_module("down_proj", linear(F, cfg.d_model, /*with_bias=*/cfg.bias));
+}
+
+torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
+  auto g = activate(act_, gate_proj(x), beta_);  // (B, T, F) φ(W1x)
+  if (keep_hidden) last_hidden = g.detach();
+  return down_proj(g * up_proj(x));  // W2·(φ(W1x) ⊙ W3x): (B, T, C)
+}
+
+}  // namespace lmx

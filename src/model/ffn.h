@@ -1,0 +1,67 @@
+// Feed-forward networks: plain W2·φ(W1x) and gated (GLU family) W2·(φ(W1x) ⊙ W3x).
+// Dimension letters: B batch, T time, C = d_model, F = d_ff (ModelConfig::ffn_hidden).
+// Parameter names follow Hugging Face Llama: gate_proj = W1 (the activated branch),
+// up_proj = W3 (the linear branch), down_proj = W2; a plain FFN has up_proj = W1, down_proj = W2.
+#pragma once
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <memory>
+#include <string>
+
+#include "config/config.h"
+
+namespace lmx {
+
+enum class Activation { Relu, Gelu, GeluTanh, Silu, Swish };
+
+// φ(x) by name: relu, gelu (exact x·Φ(x)), gelu_tanh, silu (x·σ(x)), swish (x·σ(βx)).
+// Throws InputError for another name.
+Activation activation_from_name(const std::string& name);
+torch::Tensor activate(Activation act, const torch::Tensor& x, double swish_beta = 1.0);
+torch::Tensor activation(const std::string& name, const torch::Tensor& x, double swish_beta = 1.0);
+
+// The FFN kind: (B, T, C) -> (B, T, C).
+class Ffn : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+
+  // Probes (hidden-layer sparsity): when keep_hidden is set, forward keeps φ(W1x) of its
+  // last call, detached, (B, T, F) — the activation output, before any gating product.
+  bool keep_hidden = false;
+  torch::Tensor last_hidden;
+};
+
+// W2·φ(W1x): up_proj = W1 (C -> F), down_proj = W2 (F -> C).
+class PlainFfnImpl : public Ffn {
+ public:
+  PlainFfnImpl(const ModelConfig& cfg, Activation act);
+  torch::Tensor forward(const torch::Tensor& x) override;
+
+  torch::nn::Linear up_proj{nullptr}, down_proj{nullptr};
+
+ private:
+  Activation act_;
+  double beta_;
+};
+TORCH_MODULE(PlainFfn);
+
+// W2·(φ(W1x) ⊙ W3x): gate_proj = W1, up_proj = W3 (both C -> F), down_proj = W2 (F -> C).
+class GatedFfnImpl : public Ffn {
+ public:
+  GatedFfnImpl(const ModelConfig& cfg, Activation act);
+  torch::Tensor forward(const torch::Tensor& x) override;
+
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+
+ private:
+  Activation act_;
+  double beta_;
+};
+TORCH_MODULE(GatedFfn);
+
+// The registry's factory (model/registry.cpp): cfg.ffn picks the row.
+std::shared_ptr<Ffn> make_ffn(const ModelConfig& cfg);
+
+}  // namespace lmx

@@ -1,0 +1,92 @@
+#include "model/lm.h"
+
+#include <fmt/format.h>
+
+#include "model/attention.h"
+#include "model/block.h"
+#include "model/ffn.h"
+#include "model/init.h"
+#include "model/norm.h"
+#include "model/position.h"
+#include "util/error.h"
+
+namespace lmx {
+
+namespace {
+
+// The HF "model." prefix: embeddings, layers and final norm live in this submodule.
+class DecoderImpl : public torch::nn::Module {};
+
+// The output head; with tied embeddings it holds only the bias and reads the embedding matrix.
+class LmHeadImpl : public torch::nn::Module {
+ public:
+  LmHeadImpl(const ModelConfig& cfg, torch::Tensor tied_weight) {
+    weight = cfg.tie_embeddings ? tied_weight : register_parameter("weight", torch::zeros({cfg.vocab_size, cfg.d_model}));
+    if (cfg.bias) bias = register_parameter("bias", torch::zeros({cfg.vocab_size}));
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return torch::linear(x, weight, bias); }  // (B, T, V)
+
+  torch::Tensor weight, bias;
+};
+
+}  // namespace
+
+int64_t KVCache::numel() const {
+  int64_t n = 0;
+  for (const auto& layer : layers)
+    for (const auto& t : layer)
+      if (t.defined()) n += t.numel();
+  return n;
+}
+
+struct ModernLMImpl::Parts {
+  std::shared_ptr<DecoderImpl> model;
+  torch::nn::Embedding embed_tokens{nullptr};
+  std::shared_ptr<Position> position;  // model-level: embed() for absolute schemes
+  std::vector<std::shared_ptr<BlockImpl>> layers;
+  std::shared_ptr<Norm> norm;  // pre-norm only
+  std::shared_ptr<LmHeadImpl> lm_head;
+};
+
+ModernLMImpl::ModernLMImpl(const ModelConfig& cfg) : cfg_(cfg), parts_(std::make_shared<Parts>()) {
+  if (cfg.vocab_size <= 0)
+    throw InputError(fmt::format("model.vocab_size is {}; it must be resolved before building the model", cfg.vocab_size),
+                     "set model.vocab_size, or let the dataset fill it in");
+  auto& p = *parts_;
+  p.model = register_module("model", std::make_shared<DecoderImpl>());
+  p.embed_tokens = p.model->register_module("embed_tokens", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
+  p.position = make_position(cfg);
+  if (!p.position->per_layer() && !p.position->parameters().empty())
+    p.model->register_module(p.position->module_name(), p.position);
+  auto layers = p.model->register_module("layers", torch::nn::ModuleList());
+  for (int i = 0; i < cfg.n_layers; ++i) {
+    auto layer_position = p.position->per_layer() ? make_position(cfg) : p.position;
+    auto block = std::make_shared<BlockImpl>(cfg, layer_position);
+    layers->push_back(block);
+    p.layers.push_back(block);
+  }
+  if (cfg.norm_placement == "pre") p.norm = p.model->register_module("norm", make_norm(cfg, cfg.d_model));
+  p.lm_head = register_module("lm_head", std::make_shared<LmHeadImpl>(cfg, p.embed_tokens->weight));
+  init_weights(*this, cfg.init_std);
+}
+
+torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache) {
+  auto& p = *parts_;
+  if (tokens.dim() != 2 || tokens.scalar_type() != torch::kInt64)
+    throw InputError(fmt::format("ModernLM expects tokens (B, T) int64, got {} dims of {}", tokens.dim(),
+                                 c10::toString(tokens.scalar_type())));
+  const int64_t start = cache ? cache->length : 0;
+  if (cache && cache->layers.size() != p.layers.size()) cache->layers.resize(p.layers.size());
+  auto x = p.embed_tokens(tokens);  // (B, T, C)
+  x = p.position->embed(x, start);
+  for (size_t i = 0; i < p.layers.size(); ++i) x = p.layers[i]->forward(x, start, cache ? &cache->layers[i] : nullptr);
+  if (p.norm) x = p.norm->forward(x);
+  if (cache) cache->length += tokens.size(1);
+  return p.lm_head->forward(x);  // (B, T, V)
+}
+
+std::shared_ptr<Attention> ModernLMImpl::attention(int64_t layer) const { return parts_->layers.at(layer)->self_attn; }
+std::shared_ptr<Ffn> ModernLMImpl::ffn(int64_t layer) const { return parts_->layers.at(layer)->mlp; }
+int64_t ModernLMImpl::n_layers() const { return static_cast<int64_t>(parts_->layers.size()); }
+
+}  // namespace lmx

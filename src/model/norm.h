@@ -1,0 +1,49 @@
+// Normalization layers over the last dimension C. LayerNorm has a scale γ ("weight") and a
+// shift β ("bias"); RMSNorm has only the scale (no re-centering, no bias). ε = model.norm_eps.
+#pragma once
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <memory>
+
+#include "config/config.h"
+
+namespace lmx {
+
+// The norm kind: (..., C) -> (..., C). init (model/init.cpp) sets every Norm's weight to 1
+// and its bias to 0.
+class Norm : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+};
+
+// (x − mean(x)) / sqrt(var(x) + ε) · γ + β, biased variance (Ba et al. 2016).
+class LayerNormImpl : public Norm {
+ public:
+  LayerNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x) override;
+
+  torch::Tensor weight, bias;  // (C) γ, β
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(LayerNorm);
+
+// x / sqrt(mean(x²) + ε) · γ (Zhang & Sennrich 2019).
+class RMSNormImpl : public Norm {
+ public:
+  RMSNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x) override;
+
+  torch::Tensor weight;  // (C) γ
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+// The registry's factory (model/registry.cpp): cfg.norm picks the row, dim the width.
+std::shared_ptr<Norm> make_norm(const ModelConfig& cfg, int64_t dim);
+
+}  // namespace lmx

@@ -1,0 +1,41 @@
+// Position schemes. One interface, three hooks; each scheme overrides the ones it needs:
+//   embed       absolute schemes add a vector to the token embeddings (sinusoidal, learned)
+//   rotate      RoPE rotates queries and keys
+//   score_bias  relative schemes add a bias to the attention scores (T5 bias, ALiBi)
+// Positions are absolute token indices: a forward with a KV cache starts at cache->length.
+// Fixed tables (sinusoids, cos/sin, slopes) are plain member tensors, recomputed on demand
+// (length or device change), so they are never saved in checkpoints.
+#pragma once
+#include <torch/nn/module.h>
+
+#include <memory>
+
+#include "config/config.h"
+
+namespace lmx {
+
+class Position : public torch::nn::Module {
+ public:
+  // The name its owner registers it under when it has parameters, so the parameter names
+  // match Hugging Face: "embed_positions" (learned, in model.), "relative_attention_bias"
+  // (T5 bias, in each layer's self_attn.).
+  virtual const char* module_name() const = 0;
+  // true: each attention layer gets its own instance (T5 bias: one table per layer);
+  // false: one instance for the whole model, shared by every layer.
+  virtual bool per_layer() const { return false; }
+
+  // x (B, T, C) at positions [start, start + T) -> x plus the position embedding.
+  virtual torch::Tensor embed(const torch::Tensor& x, int64_t start) { return x; }
+  // x (B, H, T, D) at positions [start, start + T) -> rotated x (RoPE; identity elsewhere).
+  virtual torch::Tensor rotate(const torch::Tensor& x, int64_t start) { return x; }
+  // Additive score bias (H, Tq, Tk) for queries at [q_start, q_start + Tq) and keys at
+  // [0, Tk); an undefined tensor when the scheme has none.
+  virtual torch::Tensor score_bias(int64_t q_start, int64_t tq, int64_t tk, const torch::Device& device) {
+    return {};
+  }
+};
+
+// The registry's factory (model/registry.cpp): cfg.position picks the row.
+std::shared_ptr<Position> make_position(const ModelConfig& cfg);
+
+}  // namespace lmx

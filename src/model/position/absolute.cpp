@@ -1,0 +1,45 @@
+#include "model/position/absolute.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "util/error.h"
+
+namespace lmx {
+
+SinusoidalPositionImpl::SinusoidalPositionImpl(int64_t d_model) : d_model_(d_model) {}
+
+torch::Tensor SinusoidalPositionImpl::table(int64_t length, int64_t d_model) {
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  auto pos = torch::arange(length, opts).unsqueeze(1);                   // (L, 1)
+  auto two_i = torch::arange(0, d_model, 2, opts);                       // (ceil(C/2))
+  auto angle = pos * torch::exp(-std::log(10000.0) * two_i / d_model);   // (L, ceil(C/2))
+  auto pe = torch::zeros({length, d_model}, opts);
+  pe.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)}, angle.sin());
+  auto cos = angle.cos().slice(1, 0, d_model / 2);                       // odd C: no last cos
+  pe.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)}, cos);
+  return pe.to(torch::kFloat32);
+}
+
+torch::Tensor SinusoidalPositionImpl::embed(const torch::Tensor& x, int64_t start) {
+  const int64_t end = start + x.size(1);
+  if (!table_.defined() || table_.size(0) < end || table_.device() != x.device())
+    table_ = table(std::max<int64_t>(end, table_.defined() ? 2 * table_.size(0) : 0), d_model_).to(x.device());
+  return x + table_.slice(0, start, end).to(x.scalar_type());  // (B, T, C) + (T, C)
+}
+
+LearnedPositionImpl::LearnedPositionImpl(int64_t max_len, int64_t d_model) {
+  weight = register_parameter("weight", torch::zeros({max_len, d_model}));
+}
+
+torch::Tensor LearnedPositionImpl::embed(const torch::Tensor& x, int64_t start) {
+  const int64_t end = start + x.size(1);
+  if (end > weight.size(0))
+    throw InputError(fmt::format("sequence reaches position {} but learned positions cover only model.max_seq_len = {}",
+                                 end, weight.size(0)),
+                     "use a shorter input, or a position scheme without a length limit (rope, alibi, t5_bias)");
+  return x + weight.slice(0, start, end);  // (B, T, C) + (T, C)
+}
+
+}  // namespace lmx

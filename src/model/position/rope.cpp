@@ -1,0 +1,73 @@
+#include "model/position/rope.h"
+
+#include <cmath>
+
+namespace lmx {
+
+namespace {
+
+// Yarn: the pair index whose wavelength fits num_rotations times into the trained length.
+double correction_dim(double num_rotations, int64_t dim, double theta, int64_t original_len) {
+  return dim * std::log(original_len / (num_rotations * 2 * M_PI)) / (2 * std::log(theta));
+}
+
+}  // namespace
+
+torch::Tensor yarn_interpolation_ramp(int64_t dim, double theta, int64_t original_len, double beta_fast,
+                                      double beta_slow) {
+  double low = std::floor(correction_dim(beta_fast, dim, theta, original_len));
+  double high = std::ceil(correction_dim(beta_slow, dim, theta, original_len));
+  low = std::max(low, 0.0);
+  high = std::min(high, static_cast<double>(dim - 1));
+  if (low == high) high += 0.001;  // avoid a zero-width ramp
+  auto i = torch::arange(dim / 2, torch::kFloat64);
+  return ((i - low) / (high - low)).clamp(0, 1);  // 0 below low (kept), 1 above high (interpolated)
+}
+
+RoPEImpl::RoPEImpl(const ModelConfig& cfg, int64_t dim)
+    : dim_(dim), interleaved_(cfg.rope_layout == "interleaved"), min_len_(cfg.max_seq_len) {
+  const double s = cfg.rope_factor;
+  double theta = cfg.rope_theta;
+  if (cfg.rope_scaling == "ntk" && dim > 2) theta *= std::pow(s, static_cast<double>(dim) / (dim - 2));
+  auto two_i = torch::arange(0, dim - dim % 2, 2, torch::kFloat64);
+  inv_freq_ = torch::pow(theta, -two_i / dim);  // (D/2) ω_i = θ^(−2i/D)
+  if (cfg.rope_scaling == "linear") position_scale_ = s;
+  if (cfg.rope_scaling == "yarn") {
+    const int64_t original = cfg.rope_original_len > 0
+                                 ? cfg.rope_original_len
+                                 : static_cast<int64_t>(cfg.max_seq_len / s);
+    auto ramp = yarn_interpolation_ramp(dim, theta, original, cfg.yarn_beta_fast, cfg.yarn_beta_slow);
+    inv_freq_ = inv_freq_ / s * ramp + inv_freq_ * (1 - ramp);
+    mscale_ = s > 1 ? 0.1 * std::log(s) + 1.0 : 1.0;
+  }
+}
+
+void RoPEImpl::grow(int64_t length, const torch::Device& device) {
+  if (cos_.defined() && cos_.size(0) >= length && cos_.device() == device) return;
+  int64_t n = std::max(length, min_len_);
+  if (cos_.defined()) n = std::max(n, cos_.size(0));
+  auto pos = torch::arange(n, torch::kFloat64) / position_scale_;  // (L)
+  auto angle = torch::outer(pos, inv_freq_);                        // (L, D/2)
+  cos_ = (angle.cos() * mscale_).to(torch::kFloat32).to(device);
+  sin_ = (angle.sin() * mscale_).to(torch::kFloat32).to(device);
+}
+
+torch::Tensor RoPEImpl::rotate(const torch::Tensor& x, int64_t start) {
+  const int64_t T = x.size(-2);
+  grow(start + T, x.device());
+  auto cos = cos_.slice(0, start, start + T).to(x.scalar_type());  // (T, D/2)
+  auto sin = sin_.slice(0, start, start + T).to(x.scalar_type());
+  using torch::indexing::Slice;
+  using torch::indexing::None;
+  if (interleaved_) {
+    auto x1 = x.index({"...", Slice(0, None, 2)});  // (..., T, D/2) even dims
+    auto x2 = x.index({"...", Slice(1, None, 2)});  // odd dims
+    return torch::stack({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1).flatten(-2);
+  }
+  const int64_t half = dim_ / 2;
+  auto x1 = x.slice(-1, 0, half);  // (..., T, D/2)
+  auto x2 = x.slice(-1, half, 2 * half);
+  return torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
+}
+
+}  // namespace lmx
