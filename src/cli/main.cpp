@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   cli::add_config_commands(app, g);
   cli::add_list_command(app, g);
   cli::add_data_commands(app, g);
+  cli::add_sizes_commands(app, g);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,173 @@
+// lmx params CONFIG...   exact parameter counts per component (model/sizes.h)
+// lmx kvcache CONFIG...  KV-cache numbers and bytes per token and for a context × batch
+// Both are analytic: nothing is allocated, so they work for 70B configs.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli/app.h"
+#include "config/config.h"
+#include "data/corpus.h"
+#include "model/sizes.h"
+#include "util/csv.h"
+#include "util/error.h"
+
+namespace lmx::cli {
+
+namespace {
+
+// 6738415616 -> "6,738,415,616"
+std::string grouped(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+// Binary units: 17179869184 -> "16.00 GiB".
+std::string human_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) v /= 1024.0, ++u;
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, units[u]);
+}
+
+std::string percent(int64_t part, int64_t total) {
+  return total > 0 ? fmt::format("{:.2f}%", 100.0 * static_cast<double>(part) / static_cast<double>(total)) : "-";
+}
+
+// Loads a config; a vocab_size of auto is taken from the dataset the config names, as the
+// trainer does.
+Config load_sized(const std::string& path, const std::vector<std::string>& sets) {
+  Config cfg = load_config(path, sets);
+  if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data::load_corpus(cfg.data).vocab.size();
+  return cfg;
+}
+
+std::string attention_kind(const ModelConfig& m) {
+  if (m.attention == "mla") return "MLA";
+  if (m.kv_heads() == m.n_heads) return "MHA";
+  return m.kv_heads() == 1 ? "MQA" : "GQA";
+}
+
+std::string model_line(const ModelConfig& m) {
+  std::string attn = m.attention == "mla"
+                         ? fmt::format("mla (latent {}, query latent {}, rope {})", m.mla_kv_rank,
+                                       m.mla_q_rank > 0 ? std::to_string(m.mla_q_rank) : "none", m.mla_rope_dim)
+                         : fmt::format("{} ({} KV heads)", attention_kind(m), m.kv_heads());
+  return fmt::format("vocab {} · d_model {} · {} layers · {} heads × {} · {} · {} d_ff {} · {} {} · {} · "
+                     "bias {} · head {}",
+                     m.vocab_size, m.d_model, m.n_layers, m.n_heads, m.dim_head(), attn, m.ffn,
+                     m.ffn_hidden(is_gated_ffn(m.ffn)), m.norm_placement, m.norm, m.position,
+                     m.bias ? "on" : "off", m.tie_embeddings ? "tied" : "untied");
+}
+
+struct Row {
+  std::string component;
+  int64_t per_layer;  // -1: not a per-layer component
+  int64_t count;
+};
+
+std::vector<Row> param_rows(const ParamCounts& p) {
+  const int64_t L = p.n_layers;
+  return {{"token embeddings", -1, p.embedding},
+          {"positions", -1, p.position},
+          {"attention", p.attention_per_layer, p.attention_per_layer * L},
+          {"FFN", p.ffn_per_layer, p.ffn_per_layer * L},
+          {"norms", p.norms_per_layer, p.norms_per_layer * L},
+          {"final norm", -1, p.final_norm},
+          {"output head", -1, p.head},
+          {"total", p.per_layer(), p.total()}};
+}
+
+int run_params(const std::vector<std::string>& paths, const std::vector<std::string>& sets,
+               const std::string& csv_path) {
+  Table csv{{"config", "component", "per_layer", "layers", "count"}, {}};
+  for (const auto& path : paths) {
+    const Config cfg = load_sized(path, sets);
+    const ParamCounts p = count_params(cfg.model);
+    Table md{{"component", "per layer", "count", "share"}, {}};
+    for (const auto& r : param_rows(p)) {
+      const bool layered = r.per_layer >= 0;
+      md.add({r.component, layered ? grouped(r.per_layer) : "", grouped(r.count), percent(r.count, p.total())});
+      csv.add({cfg.name, r.component, layered ? std::to_string(r.per_layer) : "",
+               layered ? std::to_string(p.n_layers) : "", std::to_string(r.count)});
+    }
+    std::cout << fmt::format("### {} ({})\n\n{}\n\n{}\nnon-embedding parameters: {}\n\n", cfg.name, cfg.source,
+                             model_line(cfg.model), md.markdown(), grouped(p.non_embedding()));
+  }
+  if (!csv_path.empty()) write_file_atomic(csv_path, csv.csv());
+  return 0;
+}
+
+struct KVArgs {
+  std::vector<std::string> paths, sets;
+  long long context = 32768;
+  long long batch = 1;
+  std::string dtype = "bf16";
+  std::string csv;
+};
+
+std::string cached_parts(const ModelConfig& m) {
+  if (m.attention == "mla") return fmt::format("latent {} + RoPE key {}", m.mla_kv_rank, m.mla_rope_dim);
+  return fmt::format("K, V: 2 × {} KV heads × {}", m.kv_heads(), m.dim_head());
+}
+
+int run_kvcache(const KVArgs& a) {
+  const int bytes_per_number = dtype_bytes(a.dtype);
+  Table md{{"config", "attention", "cached per token per layer", "numbers", "layers", "numbers per token",
+            "bytes per token", "context × batch", "bytes"}, {}};
+  Table csv{{"config", "attention", "numbers_per_token_per_layer", "layers", "numbers_per_token", "dtype",
+             "bytes_per_token", "context", "batch", "bytes"}, {}};
+  for (const auto& path : a.paths) {
+    const Config cfg = load_config(path, a.sets);  // the cache does not depend on the vocabulary
+    const KVCacheSize s = kv_cache_size(cfg.model);
+    const int64_t per_token = s.bytes_per_token(bytes_per_number);
+    const int64_t total = s.bytes(bytes_per_number, a.context, a.batch);
+    md.add({cfg.name, attention_kind(cfg.model), cached_parts(cfg.model), grouped(s.per_token_per_layer),
+            std::to_string(s.n_layers), grouped(s.per_token()), grouped(per_token), human_bytes(total),
+            grouped(total)});
+    csv.add({cfg.name, attention_kind(cfg.model), std::to_string(s.per_token_per_layer), std::to_string(s.n_layers),
+             std::to_string(s.per_token()), a.dtype, std::to_string(per_token), std::to_string(a.context),
+             std::to_string(a.batch), std::to_string(total)});
+  }
+  std::cout << fmt::format("KV cache at {} ({} bytes per number), context {} × batch {}\n\n{}", a.dtype,
+                           bytes_per_number, grouped(a.context), grouped(a.batch), md.markdown());
+  if (!a.csv.empty()) write_file_atomic(a.csv, csv.csv());
+  return 0;
+}
+
+}  // namespace
+
+void add_sizes_commands(CLI::App& app, Globals& g) {
+  struct ParamsArgs {
+    std::vector<std::string> paths, sets;
+    std::string csv;
+  };
+  auto pa = std::make_shared<ParamsArgs>();
+  auto* params = app.add_subcommand(
+      "params", "Exact parameter counts per component and in total, analytically (no allocation)");
+  params->add_option("configs", pa->paths, "config files (YAML); vocab_size auto is taken from the dataset")
+      ->required();
+  params->add_option("--set", pa->sets, "override a field in every config: section.key=value (repeatable)");
+  params->add_option("--csv", pa->csv, "also write the counts as CSV to this file");
+  params->callback([&g, pa] { g.run = [pa] { return run_params(pa->paths, pa->sets, pa->csv); }; });
+
+  auto ka = std::make_shared<KVArgs>();
+  auto* kv = app.add_subcommand(
+      "kvcache", "KV-cache numbers per token per layer, bytes per token and for a context × batch");
+  kv->add_option("configs", ka->paths, "config files (YAML)")->required();
+  kv->add_option("--context", ka->context, "tokens in the cache (default 32768)")->check(CLI::PositiveNumber);
+  kv->add_option("--batch", ka->batch, "sequences (default 1)")->check(CLI::PositiveNumber);
+  kv->add_option("--dtype", ka->dtype, "cache dtype: bf16 | fp16 (2 bytes), fp32 (4 bytes)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  kv->add_option("--set", ka->sets, "override a field in every config: section.key=value (repeatable)");
+  kv->add_option("--csv", ka->csv, "also write the table as CSV to this file");
+  kv->callback([&g, ka] { g.run = [ka] { return run_kvcache(*ka); }; });
+}
+
+}  // namespace lmx::cli

@@ -1,0 +1,122 @@
+// Analytic sizes of ModernLM. Every count below mirrors one module of model/ (the test
+// builds the real model and compares with numel()); the layouts:
+//   attention mha: q C→H·D, k and v C→Hk·D, out H·D→C
+//   attention mla: query C→H·(D+R), or C→Rq→H·(D+R) with a query latent;
+//                  kv-down C→Rkv+R (latent and shared RoPE key), kv-up Rkv→H·2D (W_UK and
+//                  W_UV), out H·D→C (DeepSeek-V2's projections; no norms on the latents)
+//   ffn plain: up C→F, down F→C; gated: gate C→F, up C→F, down F→C
+//   norm: layernorm γ and β, rmsnorm γ; two per block, plus a final one with pre-norm
+#include "model/sizes.h"
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace lmx {
+
+namespace {
+
+struct Linear {
+  int64_t in = 0, out = 0;
+};
+
+int64_t linear_params(const Linear& l, bool bias) { return l.in * l.out + (bias ? l.out : 0); }
+
+int64_t norm_params(const ModelConfig& cfg, int64_t width) {
+  return cfg.norm == "layernorm" ? 2 * width : width;
+}
+
+// MLA's decoupled RoPE part exists only with RoPE positions.
+int64_t mla_rope_dim(const ModelConfig& cfg) { return cfg.position == "rope" ? cfg.mla_rope_dim : 0; }
+
+// The linear layers of one attention block.
+std::vector<Linear> attention_linears(const ModelConfig& cfg) {
+  const int64_t C = cfg.d_model, H = cfg.n_heads, Hk = cfg.kv_heads(), D = cfg.dim_head();
+  if (cfg.attention == "mla") {
+    const int64_t R = mla_rope_dim(cfg), Rkv = cfg.mla_kv_rank, Rq = cfg.mla_q_rank;
+    std::vector<Linear> out;
+    if (Rq > 0) {
+      out.push_back({C, Rq});             // W_DQ
+      out.push_back({Rq, H * (D + R)});   // W_UQ and W_QR
+    } else {
+      out.push_back({C, H * (D + R)});    // W_Q and W_QR
+    }
+    out.push_back({C, Rkv + R});          // W_DKV and W_KR
+    out.push_back({Rkv, H * 2 * D});      // W_UK and W_UV
+    out.push_back({H * D, C});            // W_O
+    return out;
+  }
+  return {{C, H * D}, {C, Hk * D}, {C, Hk * D}, {H * D, C}};
+}
+
+std::vector<Linear> ffn_linears(const ModelConfig& cfg) {
+  const bool gated = is_gated_ffn(cfg.ffn);
+  const int64_t C = cfg.d_model, F = cfg.ffn_hidden(gated);
+  if (gated) return {{C, F}, {C, F}, {F, C}};
+  return {{C, F}, {F, C}};
+}
+
+void require_vocab(const ModelConfig& cfg) {
+  if (cfg.vocab_size <= 0)
+    throw InputError("model.vocab_size is auto: parameter counts and FLOPs need the vocabulary size",
+                     "set model.vocab_size in the config or with --set model.vocab_size=N");
+}
+
+}  // namespace
+
+bool is_gated_ffn(const std::string& ffn) { return ffn == "swiglu" || ffn == "geglu" || ffn == "reglu"; }
+
+ParamCounts count_params(const ModelConfig& cfg) {
+  require_vocab(cfg);
+  const int64_t V = cfg.vocab_size, C = cfg.d_model, L = cfg.n_layers;
+  ParamCounts p;
+  p.n_layers = L;
+  p.embedding = V * C;
+  if (cfg.position == "learned") p.position = static_cast<int64_t>(cfg.max_seq_len) * C;
+  if (cfg.position == "t5_bias") p.position = L * cfg.t5_num_buckets * static_cast<int64_t>(cfg.n_heads);
+  for (const auto& l : attention_linears(cfg)) p.attention_per_layer += linear_params(l, cfg.bias);
+  for (const auto& l : ffn_linears(cfg)) p.ffn_per_layer += linear_params(l, cfg.bias);
+  p.norms_per_layer = 2 * norm_params(cfg, C);
+  p.final_norm = cfg.norm_placement == "pre" ? norm_params(cfg, C) : 0;
+  p.head = (cfg.tie_embeddings ? 0 : V * C) + (cfg.bias ? V : 0);
+  return p;
+}
+
+KVCacheSize kv_cache_size(const ModelConfig& cfg) {
+  KVCacheSize s;
+  s.n_layers = cfg.n_layers;
+  if (cfg.attention == "mla")
+    s.per_token_per_layer = cfg.mla_kv_rank + mla_rope_dim(cfg);
+  else
+    s.per_token_per_layer = 2 * static_cast<int64_t>(cfg.kv_heads()) * cfg.dim_head();
+  return s;
+}
+
+int dtype_bytes(const std::string& dtype) {
+  if (dtype == "bf16" || dtype == "fp16") return 2;
+  if (dtype == "fp32") return 4;
+  throw InputError(fmt::format("unknown cache dtype '{}'", dtype), "use bf16, fp16 or fp32");
+}
+
+int64_t matmul_params(const ModelConfig& cfg) {
+  require_vocab(cfg);
+  int64_t per_layer = 0;
+  for (const auto& l : attention_linears(cfg)) per_layer += l.in * l.out;
+  for (const auto& l : ffn_linears(cfg)) per_layer += l.in * l.out;
+  return per_layer * cfg.n_layers + static_cast<int64_t>(cfg.vocab_size) * cfg.d_model;
+}
+
+ForwardFlops forward_flops(const ModelConfig& cfg, int64_t seq_len) {
+  if (seq_len < 1) throw InputError(fmt::format("sequence length must be >= 1, got {}", seq_len));
+  const int64_t T = seq_len, H = cfg.n_heads, D = cfg.dim_head();
+  const int64_t d_qk = D + (cfg.attention == "mla" ? mla_rope_dim(cfg) : 0), d_v = D;
+  const int64_t per_pair = 2 * H * (d_qk + d_v) * cfg.n_layers;  // Q·Kᵀ and A·V, all layers
+  ForwardFlops f;
+  f.seq_len = T;
+  f.matmul = 2 * T * matmul_params(cfg);
+  f.attention_causal = per_pair * (T * (T + 1) / 2);
+  f.attention_full = per_pair * T * T;
+  return f;
+}
+
+}  // namespace lmx

@@ -1,0 +1,90 @@
+// Sizes without allocation: exact parameter counts, KV-cache sizes and forward FLOPs of
+// ModernLM, computed analytically from a ModelConfig, so they work for 70B configs as well
+// as for the garden models. tests/test_sizes.cpp checks the counts against the numel() of
+// real models for every component variant.
+//
+// Letters: V vocab, C d_model, L layers, H query heads, Hk KV heads, D head dim, F d_ff,
+// R MLA RoPE dim, Rkv / Rq MLA KV / query latent ranks, T sequence length.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace lmx {
+
+// Parameters per component. The *_per_layer fields are for one Transformer block; the
+// model has n_layers of them.
+struct ParamCounts {
+  int64_t embedding = 0;             // token embeddings V·C
+  int64_t position = 0;              // learned: max_seq_len·C; t5_bias: buckets·H per layer; else 0
+  int64_t attention_per_layer = 0;   // projections (+ biases)
+  int64_t ffn_per_layer = 0;         // plain 2·C·F, gated 3·C·F (+ biases)
+  int64_t norms_per_layer = 0;       // the block's two norms
+  int64_t final_norm = 0;            // pre-norm only
+  int64_t head = 0;                  // untied: V·C (+ V bias); tied: the bias only, if any
+  int64_t n_layers = 0;
+
+  int64_t per_layer() const { return attention_per_layer + ffn_per_layer + norms_per_layer; }
+  int64_t layers() const { return per_layer() * n_layers; }
+  int64_t total() const { return embedding + position + layers() + final_norm + head; }
+  int64_t non_embedding() const { return total() - embedding - position; }
+};
+
+// Requires cfg.vocab_size > 0 (throws InputError otherwise).
+ParamCounts count_params(const ModelConfig& cfg);
+
+// What incremental decoding keeps per token. MHA/GQA/MQA cache K and V: 2·Hk·D numbers per
+// token per layer; MLA caches the latent c (Rkv) and the shared RoPE key part (R).
+struct KVCacheSize {
+  int64_t per_token_per_layer = 0;  // numbers
+  int64_t n_layers = 0;
+
+  int64_t per_token() const { return per_token_per_layer * n_layers; }
+  int64_t bytes_per_token(int dtype_bytes) const { return per_token() * dtype_bytes; }
+  int64_t bytes(int dtype_bytes, int64_t context, int64_t batch) const {
+    return bytes_per_token(dtype_bytes) * context * batch;
+  }
+};
+
+KVCacheSize kv_cache_size(const ModelConfig& cfg);
+
+// Bytes per number of a cache dtype: bf16 and fp16 2, fp32 4; anything else throws InputError.
+int dtype_bytes(const std::string& dtype);
+
+// Forward FLOPs (multiply and add counted as 2) of one sequence of T tokens, batch 1.
+//   matmul:    2·T·(weights of every linear layer, output head included even when tied).
+//              Embedding lookups, biases, norms, activations, softmax and position
+//              encodings are O(T·C) element-wise work and are not counted.
+//   attention: per layer and head, Q·Kᵀ (2·D_qk per (query, key) pair) and A·V (2·D_v per
+//              pair), D_qk = D (MLA: D + R), D_v = D. MLA is counted in its naive (training)
+//              form: keys and values recovered from the latent, that cost is in `matmul`.
+//              The number of (query, key) pairs is
+//                causal: T·(T+1)/2, the pairs a causal model needs (what a causal kernel
+//                        computes);
+//                full:   T², what a dense masked matmul computes (lmx's LibTorch forward).
+// A training step (forward + backward) is about 3× the forward.
+struct ForwardFlops {
+  int64_t seq_len = 0;
+  int64_t matmul = 0;
+  int64_t attention_causal = 0;
+  int64_t attention_full = 0;
+
+  int64_t total(bool causal = true) const { return matmul + (causal ? attention_causal : attention_full); }
+  double per_token(bool causal = true) const {
+    return seq_len > 0 ? static_cast<double>(total(causal)) / static_cast<double>(seq_len) : 0.0;
+  }
+};
+
+// Requires cfg.vocab_size > 0 and seq_len >= 1 (throws InputError otherwise).
+ForwardFlops forward_flops(const ModelConfig& cfg, int64_t seq_len);
+
+// Weights of the linear layers (matrices only, output head included even when tied): the N
+// of the "2·N FLOPs per token" rule.
+int64_t matmul_params(const ModelConfig& cfg);
+
+// True for the gated (GLU-family) FFNs: swiglu, geglu, reglu.
+bool is_gated_ffn(const std::string& ffn);
+
+}  // namespace lmx
