@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "config/config.h"
 #include "config/fields.h"
@@ -167,4 +169,14 @@ TEST_CASE("the CLI exits 2 with one line for bad input", "[config][cli]") {
   auto v = lmx::test::run_lmx("--version");
   CHECK(v.code == 0);
   CHECK(v.output.find("LibTorch 1.13") != std::string::npos);
+}
+
+TEST_CASE("docs/CONFIG.md is the field table as the code has it", "[config]") {
+  std::ifstream in(lmx::test::source_path("docs/CONFIG.md"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  const std::string table = fields_markdown();
+  INFO("regenerate with: build/lmx config fields --doc > docs/CONFIG.md");
+  CHECK(doc.find(table) != std::string::npos);
 }

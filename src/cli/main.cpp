@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", g.quiet, "only warnings and errors on stderr");
   cli::add_config_commands(app, g);
   cli::add_list_command(app, g);
+  cli::add_train_commands(app, g);
   cli::add_data_commands(app, g);
   cli::add_sizes_commands(app, g);
 

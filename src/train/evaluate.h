@@ -1,0 +1,46 @@
+// Evaluation of a model on one split: loss and perplexity, the true distribution's NLL on
+// the same tokens, the pronoun-agreement accuracies (far / near), and mean NLL per
+// position range (length extrapolation).
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "data/batch.h"
+#include "data/corpus.h"
+#include "model/lm.h"
+
+namespace lmx {
+
+struct EvalOptions {
+  data::Split split = data::Split::Val;
+  data::Layout layout = data::Layout::Doc;
+  int seq_len = 0;                 // packed: row length (required); doc: 0 = whole documents
+  int batch_size = 32;
+  int max_docs = 0;                // 0 = every document of the split
+  int pronoun_window = 5;          // far = subject more than W tokens back
+  std::vector<int> by_position;    // range starts, e.g. {0, 64, 128, 256}; empty = none
+};
+
+struct PositionRange {
+  int lo = 0, hi = 0;              // target positions [lo, hi); hi = -1: to the end
+  int64_t tokens = 0;
+  double nll = 0;                  // model's mean NLL in nats
+  double true_nll = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct EvalResult {
+  int64_t tokens = 0;
+  double loss = 0;                 // mean NLL per predicted token (nats)
+  double ppl = 0;
+  double true_nll = std::numeric_limits<double>::quiet_NaN();  // same tokens, exact distribution
+  double true_ppl = std::numeric_limits<double>::quiet_NaN();
+  double far_acc = std::numeric_limits<double>::quiet_NaN();
+  double near_acc = std::numeric_limits<double>::quiet_NaN();
+  int64_t far_sites = 0, near_sites = 0;
+  std::vector<PositionRange> ranges;
+};
+
+EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt);
+
+}  // namespace lmx

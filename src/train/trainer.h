@@ -1,0 +1,50 @@
+// One training run: a config, a seed, a run directory. Writes metrics.csv (every step),
+// config.yaml (resolved) and model.safetensors (final weights) into the run directory.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "config/config.h"
+#include "data/corpus.h"
+#include "train/evaluate.h"
+
+namespace lmx {
+
+struct RunOptions {
+  uint64_t seed = 0;      // model init and data order
+  std::string run_dir;    // created by the caller; results go here
+  bool progress = false;  // live progress line (stderr is a terminal)
+  int64_t inject_nan_at_step = -1;  // fault injection (tests): poison the loss at this step
+};
+
+struct RunResult {
+  uint64_t seed = 0;
+  std::string status = "ok";  // ok | diverged | interrupted
+  std::string message;        // why, when status is not ok
+  int64_t params = 0;
+  int64_t steps = 0;          // optimizer steps taken
+  double final_train_loss = std::nan("");
+  double best_val_ppl = std::nan("");
+  double final_val_ppl = std::nan("");
+  EvalResult test;            // on the test split at the end
+  double unigram_test_ppl = std::nan("");  // baseline: training-split unigram model on test
+  double wall_s = 0;
+  double tokens_per_s = 0;
+  double peak_rss_mib = 0;
+};
+
+// Resolves data-dependent fields (vocab_size) of a config against a corpus.
+Config resolve_for_corpus(Config cfg, const data::Corpus& corpus);
+
+RunResult train_run(const Config& cfg, const data::Corpus& corpus, const RunOptions& opt);
+
+int64_t count_parameters(const ModernLM& model);
+
+// Global gradient norm before clipping; scales the gradients down to max_norm when
+// max_norm > 0 and the norm exceeds it.
+double clip_gradients(ModernLM& model, double max_norm);
+
+double peak_rss_mib();
+
+}  // namespace lmx
