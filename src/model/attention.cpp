@@ -7,7 +7,8 @@ namespace lmx {
 
 void Attention::attach_position(std::shared_ptr<Position> position) {
   position_ = std::move(position);
-  if (!position_->parameters().empty()) register_module(position_->module_name(), position_);
+  // A per-layer scheme (T5 bias) belongs to this layer; a shared one is registered once by the model.
+  if (position_->per_layer() && !position_->parameters().empty()) register_module(position_->module_name(), position_);
 }
 
 torch::Tensor causal_softmax(const torch::Tensor& scores, int64_t q_start) {

@@ -27,7 +27,7 @@ class Attention : public torch::nn::Module {
   virtual int64_t cached_per_token() const = 0;
 
  protected:
-  // Keeps the position scheme; registers it (under its HF name) when it has parameters.
+  // Keeps the position scheme; registers a per-layer one with parameters under its HF name.
   void attach_position(std::shared_ptr<Position> position);
   std::shared_ptr<Position> position_;
 };
