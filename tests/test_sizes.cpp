@@ -2,11 +2,13 @@
 // `lmx params` / `lmx kvcache` verbs. test_sizes_numel.cpp checks the same counts against
 // the numel() of real models.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "config/config.h"
+#include "data/corpus.h"
 #include "helpers.h"
 #include "model/sizes.h"
 #include "util/error.h"
@@ -232,6 +234,19 @@ TEST_CASE("lmx params and lmx kvcache", "[sizes][cli]") {
     REQUIRE(r.code == 0);
     CHECK(r.output.find("2,621,440") != std::string::npos);
     CHECK(r.output.find("80.00 GiB") != std::string::npos);  // 2,621,440 × 32,768 bytes
+  }
+  SECTION("params: vocab auto is the dataset's; FLOPs line at --seq-len") {
+    auto r = run_lmx("params configs/textbook.yaml --seq-len 64 --csv " + dir.file("t.csv"));
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    Config cfg = load_config(source_path("configs/textbook.yaml"));
+    const int vocab = data::load_corpus(cfg.data).vocab.size();
+    REQUIRE(vocab > 0);
+    cfg.model.vocab_size = vocab;
+    CHECK(r.output.find(fmt::format("vocab {} (from the dataset)", vocab)) != std::string::npos);
+    CHECK(read_text(dir.file("t.csv")).find(fmt::format("textbook,total,49984,2,{}\n", count_params(cfg.model).total())) !=
+          std::string::npos);
+    CHECK(r.output.find("at T = 64") != std::string::npos);
   }
   SECTION("bad input: one readable line, exit 2") {
     auto bad_dtype = run_lmx("kvcache configs/models/llama2-7b.yaml --dtype int8");

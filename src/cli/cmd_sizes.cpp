@@ -40,12 +40,20 @@ std::string percent(int64_t part, int64_t total) {
   return total > 0 ? fmt::format("{:.2f}%", 100.0 * static_cast<double>(part) / static_cast<double>(total)) : "-";
 }
 
-// Loads a config; a vocab_size of auto is taken from the dataset the config names, as the
-// trainer does.
-Config load_sized(const std::string& path, const std::vector<std::string>& sets) {
-  Config cfg = load_config(path, sets);
-  if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data::load_corpus(cfg.data).vocab.size();
-  return cfg;
+// A config to count: a vocab_size of auto is taken from the dataset the config names, as
+// the trainer does.
+struct Sized {
+  Config cfg;
+  bool vocab_from_data = false;
+};
+
+Sized load_sized(const std::string& path, const std::vector<std::string>& sets) {
+  Sized s{load_config(path, sets)};
+  if (s.cfg.model.vocab_size == 0) {
+    s.cfg.model.vocab_size = data::load_corpus(s.cfg.data).vocab.size();
+    s.vocab_from_data = true;
+  }
+  return s;
 }
 
 std::string attention_kind(const ModelConfig& m) {
@@ -54,14 +62,14 @@ std::string attention_kind(const ModelConfig& m) {
   return m.kv_heads() == 1 ? "MQA" : "GQA";
 }
 
-std::string model_line(const ModelConfig& m) {
+std::string model_line(const ModelConfig& m, bool vocab_from_data) {
   std::string attn = m.attention == "mla"
                          ? fmt::format("mla (latent {}, query latent {}, rope {})", m.mla_kv_rank,
                                        m.mla_q_rank > 0 ? std::to_string(m.mla_q_rank) : "none", m.mla_rope_dim)
                          : fmt::format("{} ({} KV heads)", attention_kind(m), m.kv_heads());
-  return fmt::format("vocab {} · d_model {} · {} layers · {} heads × {} · {} · {} d_ff {} · {} {} · {} · "
+  return fmt::format("vocab {}{} · d_model {} · {} layers · {} heads × {} · {} · {} d_ff {} · {} {} · {} · "
                      "bias {} · head {}",
-                     m.vocab_size, m.d_model, m.n_layers, m.n_heads, m.dim_head(), attn, m.ffn,
+                     m.vocab_size, vocab_from_data ? " (from the dataset)" : "", m.d_model, m.n_layers, m.n_heads, m.dim_head(), attn, m.ffn,
                      m.ffn_hidden(is_gated_ffn(m.ffn)), m.norm_placement, m.norm, m.position,
                      m.bias ? "on" : "off", m.tie_embeddings ? "tied" : "untied");
 }
@@ -84,11 +92,15 @@ std::vector<Row> param_rows(const ParamCounts& p) {
           {"total", p.per_layer(), p.total()}};
 }
 
-int run_params(const std::vector<std::string>& paths, const std::vector<std::string>& sets,
+// FLOPs as "1.23e+09".
+std::string sci(double v) { return fmt::format("{:.3g}", v); }
+
+int run_params(const std::vector<std::string>& paths, const std::vector<std::string>& sets, long long seq_len,
                const std::string& csv_path) {
   Table csv{{"config", "component", "per_layer", "layers", "count"}, {}};
   for (const auto& path : paths) {
-    const Config cfg = load_sized(path, sets);
+    const Sized sized = load_sized(path, sets);
+    const Config& cfg = sized.cfg;
     const ParamCounts p = count_params(cfg.model);
     Table md{{"component", "per layer", "count", "share"}, {}};
     for (const auto& r : param_rows(p)) {
@@ -97,8 +109,15 @@ int run_params(const std::vector<std::string>& paths, const std::vector<std::str
       csv.add({cfg.name, r.component, layered ? std::to_string(r.per_layer) : "",
                layered ? std::to_string(p.n_layers) : "", std::to_string(r.count)});
     }
-    std::cout << fmt::format("### {} ({})\n\n{}\n\n{}\nnon-embedding parameters: {}\n\n", cfg.name, cfg.source,
-                             model_line(cfg.model), md.markdown(), grouped(p.non_embedding()));
+    const int64_t T = seq_len > 0 ? seq_len : cfg.model.max_seq_len;
+    const ForwardFlops f = forward_flops(cfg.model, T);
+    std::cout << fmt::format("### {} ({})\n\n{}\n\n{}\n", cfg.name, cfg.source,
+                             model_line(cfg.model, sized.vocab_from_data), md.markdown());
+    std::cout << fmt::format("non-embedding parameters: {}; matmul weights N: {}\n", grouped(p.non_embedding()),
+                             grouped(matmul_params(cfg.model)));
+    std::cout << fmt::format("forward FLOPs per token at T = {}: {} = 2N {} + causal attention {}\n\n", grouped(T),
+                             sci(f.per_token()), sci(static_cast<double>(f.matmul) / T),
+                             sci(static_cast<double>(f.attention_causal) / T));
   }
   if (!csv_path.empty()) write_file_atomic(csv_path, csv.csv());
   return 0;
@@ -146,6 +165,7 @@ int run_kvcache(const KVArgs& a) {
 void add_sizes_commands(CLI::App& app, Globals& g) {
   struct ParamsArgs {
     std::vector<std::string> paths, sets;
+    long long seq_len = 0;
     std::string csv;
   };
   auto pa = std::make_shared<ParamsArgs>();
@@ -154,8 +174,10 @@ void add_sizes_commands(CLI::App& app, Globals& g) {
   params->add_option("configs", pa->paths, "config files (YAML); vocab_size auto is taken from the dataset")
       ->required();
   params->add_option("--set", pa->sets, "override a field in every config: section.key=value (repeatable)");
+  params->add_option("--seq-len", pa->seq_len, "sequence length T for the FLOPs line (default model.max_seq_len)")
+      ->check(CLI::PositiveNumber);
   params->add_option("--csv", pa->csv, "also write the counts as CSV to this file");
-  params->callback([&g, pa] { g.run = [pa] { return run_params(pa->paths, pa->sets, pa->csv); }; });
+  params->callback([&g, pa] { g.run = [pa] { return run_params(pa->paths, pa->sets, pa->seq_len, pa->csv); }; });
 
   auto ka = std::make_shared<KVArgs>();
   auto* kv = app.add_subcommand(
