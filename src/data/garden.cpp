@@ -165,7 +165,7 @@ Doc Garden::sample(Rng& rng) const {
 std::vector<double> Garden::logprobs(const Doc& doc) const {
   std::vector<double> out(doc.size(), 0.0);
   walk(doc, [&](size_t i, const std::vector<Next>&, const Next& chosen) { out[i] = std::log(chosen.p); });
-  if (doc.size() > 1 && doc.back() != g_.vocab.eos)
+  if (doc.size() < 2 || doc.back() != g_.vocab.eos)
     throw InputError(fmt::format("not in the garden language: the document ends at position {} without <eos>",
                                  doc.size() - 1));
   return out;

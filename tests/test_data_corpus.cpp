@@ -1,0 +1,247 @@
+// Corpora (garden and text), baselines and the pronoun metric.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "data/baselines.h"
+#include "data/corpus.h"
+#include "data/garden.h"
+#include "data/pronoun.h"
+#include "data/rng.h"
+#include "data/text.h"
+#include "helpers.h"
+#include "util/error.h"
+
+using namespace lmx;
+using namespace lmx::data;
+using lmx::test::TempDir;
+
+namespace {
+
+DataConfig small(int seed = 1234) {
+  DataConfig cfg;
+  cfg.seed = seed;
+  cfg.train_docs = 400;
+  cfg.val_docs = 300;
+  cfg.test_docs = 300;
+  return cfg;
+}
+
+}  // namespace
+
+TEST_CASE("same seed, same corpus; another seed, another corpus", "[data]") {
+  Corpus a = load_corpus(small(5)), b = load_corpus(small(5)), c = load_corpus(small(6));
+  CHECK(a.train == b.train);
+  CHECK(a.val == b.val);
+  CHECK(a.test == b.test);
+  CHECK(a.vocab.words == c.vocab.words);
+  CHECK(a.train != c.train);
+  CHECK(a.val != c.val);
+  CHECK(a.train.size() == 400);
+  CHECK(a.val.size() == 300);
+  CHECK(a.test.size() == 300);
+  // The splits come from different streams: the first documents differ.
+  CHECK_FALSE((a.train[0] == a.val[0] && a.val[0] == a.test[0] && a.train[1] == a.val[1]));
+  // A larger split begins with the same documents (each split is its own stream).
+  DataConfig more = small(5);
+  more.train_docs = 500;
+  Corpus d = load_corpus(more);
+  CHECK(std::equal(a.train.begin(), a.train.end(), d.train.begin()));
+  CHECK(d.val == a.val);
+  // Pinned: the first training document of seed 1234 (changes only if the grammar or generator does).
+  Corpus e = load_corpus(small(1234));
+  INFO(e.vocab.decode(e.train[0]));
+  CHECK(e.vocab.decode(e.train[0]).rfind("<bos> ", 0) == 0);
+  for (const auto& doc : e.train) {
+    CHECK(doc.front() == e.vocab.bos);
+    CHECK(doc.back() == e.vocab.eos);
+    CHECK(e.vocab.encode(e.vocab.decode(doc)) == doc);
+  }
+}
+
+TEST_CASE("baselines: true NLL is the scorer's sum, unigram is smoothed train counts", "[data]") {
+  Corpus c = load_corpus(small());
+  REQUIRE(c.truth);
+  auto unigram = unigram_logprobs(c);
+  double mass = 0;
+  for (double lq : unigram) mass += std::exp(lq);
+  CHECK(mass == Approx(1.0).margin(1e-12));
+  CHECK(std::isinf(unigram[c.vocab.bos]));
+  CHECK(std::isinf(unigram[c.vocab.pad]));
+  for (Split s : {Split::Train, Split::Val, Split::Test}) {
+    SplitStats st = split_stats(c, s, unigram);
+    double true_sum = 0, uni_sum = 0;
+    int64_t tokens = 0, length = 0;
+    for (const Doc& doc : c.split(s)) {
+      auto lp = c.truth->logprobs(doc);
+      CHECK(lp[0] == 0.0);
+      for (size_t i = 1; i < doc.size(); ++i) true_sum -= lp[i], uni_sum -= unigram[doc[i]], ++tokens;
+      length += static_cast<int64_t>(doc.size());
+    }
+    CHECK(st.tokens == tokens);
+    CHECK(st.docs == static_cast<int64_t>(c.split(s).size()));
+    CHECK(st.mean_doc_len == Approx(static_cast<double>(length) / st.docs));
+    CHECK(st.true_nll * st.tokens == Approx(true_sum).epsilon(1e-12));
+    CHECK(st.unigram_nll * st.tokens == Approx(uni_sum).epsilon(1e-12));
+    // The truth beats the unigram model by a wide margin.
+    CHECK(st.true_ppl() < st.unigram_ppl() / 4);
+  }
+}
+
+TEST_CASE("default splits land on the design targets", "[data]") {
+  Corpus c = load_corpus(DataConfig{});
+  CHECK(c.train.size() == 8000);
+  CHECK(c.val.size() == 1000);
+  CHECK(c.test.size() == 1000);
+  auto unigram = unigram_logprobs(c);
+  for (Split s : {Split::Val, Split::Test}) {
+    SplitStats st = split_stats(c, s, unigram);
+    INFO(split_name(s) << ": true ppl " << st.true_ppl() << ", unigram ppl " << st.unigram_ppl() << ", mean length "
+                       << st.mean_doc_len);
+    CHECK(st.true_ppl() > 3.0);
+    CHECK(st.true_ppl() < 5.0);
+    CHECK(st.unigram_ppl() > 30.0);
+    CHECK(st.unigram_ppl() < 60.0);
+    CHECK(st.mean_doc_len > 20.0);
+    CHECK(st.mean_doc_len < 30.0);
+  }
+  // Pronoun distances reach from 2 to beyond 10, with a sizeable share beyond the window.
+  int lo = 1000, hi = 0;
+  int64_t far = 0, all = 0;
+  for (const Doc& doc : c.val)
+    for (const auto& site : c.truth->pronoun_sites(doc)) {
+      lo = std::min(lo, site.distance), hi = std::max(hi, site.distance);
+      ++all, far += site.distance > 5;
+    }
+  CHECK(lo == 2);
+  CHECK(hi > 10);
+  CHECK(far > all / 4);
+}
+
+TEST_CASE("pronoun metric: the truth scores 1, a uniform model 0, a random one about 1/3", "[data]") {
+  Corpus c = load_corpus(small());
+  const auto& garden = dynamic_cast<const Garden&>(*c.truth);
+  const int W = 5;
+  // The scorer as a model: each candidate's true probability.
+  auto truth_scores = [&](size_t d, int pos, const std::vector<int32_t>& cands) {
+    const Doc& doc = c.val[d];
+    auto dist = garden.next_distribution(Doc(doc.begin(), doc.begin() + pos));
+    std::vector<double> out;
+    for (int32_t cand : cands) {
+      double p = 0;
+      for (auto [tok, q] : dist) p += tok == cand ? q : 0;
+      out.push_back(p);
+    }
+    return out;
+  };
+  PronounAccuracy exact = pronoun_accuracy(garden, c.val, W, truth_scores);
+  REQUIRE(exact.far_sites > 50);
+  REQUIRE(exact.near_sites > 50);
+  CHECK(exact.far() == 1.0);
+  CHECK(exact.near() == 1.0);
+
+  PronounAccuracy uniform = pronoun_accuracy(
+      garden, c.val, W, [](size_t, int, const std::vector<int32_t>& k) { return std::vector<double>(k.size(), -1.0); });
+  CHECK(uniform.far_sites == exact.far_sites);
+  CHECK(uniform.far() == 0.0);
+  CHECK(uniform.near() == 0.0);
+
+  Rng rng(11);
+  PronounAccuracy random = pronoun_accuracy(garden, c.val, W, [&](size_t, int, const std::vector<int32_t>& k) {
+    std::vector<double> s;
+    for (size_t i = 0; i < k.size(); ++i) s.push_back(rng.uniform());
+    return s;
+  });
+  double share = static_cast<double>(random.far_correct + random.near_correct) / (random.far_sites + random.near_sites);
+  CHECK(share == Approx(1.0 / 3).margin(0.04));
+
+  // The same from per-position rows and from a logits tensor (row t scores doc[t + 1]).
+  PronounAccuracy from_rows, from_tensor, blind;
+  for (size_t d = 0; d < c.val.size(); ++d) {
+    const Doc& doc = c.val[d];
+    const int V = c.vocab.size();
+    std::vector<std::vector<double>> rows(doc.size() - 1, std::vector<double>(V, -1e9));
+    for (size_t t = 0; t + 1 < doc.size(); ++t)
+      for (auto [tok, q] : garden.next_distribution(Doc(doc.begin(), doc.begin() + t + 1))) rows[t][tok] = std::log(q);
+    add_pronoun_sites(from_rows, garden, doc, W, rows);
+    auto logits = torch::empty({static_cast<int64_t>(rows.size()), V}, torch::kFloat);
+    for (size_t t = 0; t < rows.size(); ++t)
+      for (int v = 0; v < V; ++v) logits[t][v] = static_cast<float>(rows[t][v]);
+    add_pronoun_sites(from_tensor, garden, doc, W, logits);
+    add_pronoun_sites(blind, garden, doc, W, torch::zeros({static_cast<int64_t>(rows.size()), V}));
+  }
+  CHECK(from_rows.far_sites == exact.far_sites);
+  CHECK(from_rows.near_sites == exact.near_sites);
+  CHECK(from_rows.far() == 1.0);
+  CHECK(from_tensor.far() == 1.0);
+  CHECK(from_tensor.near() == 1.0);
+  CHECK(blind.far() == 0.0);
+  // The window splits the sites: everything is near for a huge W.
+  PronounAccuracy wide = pronoun_accuracy(garden, c.val, 1000, truth_scores);
+  CHECK(wide.far_sites == 0);
+  CHECK(wide.near_sites == exact.far_sites + exact.near_sites);
+  CHECK(std::isnan(wide.far()));
+}
+
+TEST_CASE("text corpus: bytes, deterministic splits, round trip", "[data]") {
+  TempDir dir;
+  std::string a, b;
+  for (int i = 0; i < 300; ++i) a += "line " + std::to_string(i) + " of the first file\n";
+  for (int i = 0; i < 200; ++i) b += "zweite Datei, Zeile " + std::to_string(i) + " \xc3\xa4\n";
+  dir.write("texts/a.txt", a);
+  dir.write("texts/b.txt", b);
+  dir.write("texts/skip.md", "not read");
+  DataConfig cfg;
+  cfg.kind = "text";
+  cfg.text_path = dir.file("texts");
+  cfg.text_doc_len = 64;
+  cfg.val_fraction = 0.1;
+  cfg.test_fraction = 0.05;
+  Corpus c = load_corpus(cfg);
+  CHECK(c.kind == "text");
+  CHECK_FALSE(c.truth);
+  CHECK(c.vocab.size() == 259);
+  CHECK(c.vocab.bytes);
+  const size_t n = (a.size() + 63) / 64 + (b.size() + 63) / 64;
+  CHECK(c.train.size() + c.val.size() + c.test.size() == n);
+  CHECK(c.val.size() == static_cast<size_t>(std::llround(0.1 * n)));
+  CHECK(c.test.size() == static_cast<size_t>(std::llround(0.05 * n)));
+  // Every piece of every file is one document, <bos> bytes <eos>.
+  std::vector<std::string> expected, got;
+  for (const std::string* text : {&a, &b})
+    for (size_t at = 0; at < text->size(); at += 64) expected.push_back(text->substr(at, 64));
+  for (Split s : {Split::Train, Split::Val, Split::Test})
+    for (const Doc& doc : c.split(s)) {
+      REQUIRE(doc.front() == c.vocab.bos);
+      REQUIRE(doc.back() == c.vocab.eos);
+      std::string bytes;
+      for (size_t i = 1; i + 1 < doc.size(); ++i) bytes += static_cast<char>(doc[i]);
+      got.push_back(bytes);
+      CHECK(c.vocab.encode(c.vocab.decode(doc)) == doc);
+    }
+  std::sort(expected.begin(), expected.end());
+  std::sort(got.begin(), got.end());
+  CHECK(got == expected);
+  // Deterministic per seed; another seed picks other validation documents.
+  Corpus again = load_corpus(cfg);
+  CHECK(again.val == c.val);
+  cfg.seed = 99;
+  CHECK(load_corpus(cfg).val != c.val);
+  SplitStats st = split_stats(c, Split::Val);
+  CHECK(std::isnan(st.true_nll));
+  CHECK(st.unigram_ppl() > 1.0);
+  CHECK(st.unigram_ppl() < 259.0);
+
+  cfg.text_path = dir.file("nowhere");
+  CHECK_THROWS_AS(load_corpus(cfg), InputError);
+  cfg.text_path = dir.write("tiny.txt", "abc");
+  CHECK_THROWS_AS(load_corpus(cfg), InputError);
+}
+
+TEST_CASE("splits by name", "[data]") {
+  CHECK(parse_split("val") == Split::Val);
+  CHECK(std::string(split_name(Split::Test)) == "test");
+  CHECK_THROWS_AS(parse_split("dev"), InputError);
+}
