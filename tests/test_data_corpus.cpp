@@ -50,10 +50,10 @@ TEST_CASE("same seed, same corpus; another seed, another corpus", "[data]") {
   Corpus d = load_corpus(more);
   CHECK(std::equal(a.train.begin(), a.train.end(), d.train.begin()));
   CHECK(d.val == a.val);
-  // Pinned: the first training document of seed 1234 (changes only if the grammar or generator does).
+  // Pinned: the first training document of seed 1234. The generator uses its own RNG, so
+  // this holds on every platform; it changes only when data/garden.yaml or the walk does.
   Corpus e = load_corpus(small(1234));
-  INFO(e.vocab.decode(e.train[0]));
-  CHECK(e.vocab.decode(e.train[0]).rfind("<bos> ", 0) == 0);
+  CHECK(e.vocab.decode(e.train[0]) == "<bos> the grandma that sings waters the tulip . <eos>");
   for (const auto& doc : e.train) {
     CHECK(doc.front() == e.vocab.bos);
     CHECK(doc.back() == e.vocab.eos);
