@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "model/lm.h"
+#include "model/registry.h"
 #include "model/sizes.h"
 
 using namespace lmx;
@@ -30,20 +31,21 @@ Config small(const std::vector<std::string>& sets) {
 // combinations that interact (MLA × query latent × RoPE × bias, tied × bias, ...).
 std::vector<std::vector<std::string>> variants() {
   std::vector<std::vector<std::string>> out = {{}};
-  for (const char* ffn : {"relu", "gelu", "gelu_tanh", "silu", "swish", "swiglu", "geglu", "reglu"})
+  using registry::Kind;  // every registered name, so a new variant is counted too
+  for (const auto& ffn : registry::names(Kind::Ffn))
     for (const char* bias : {"true", "false"})
-      out.push_back({std::string("model.ffn=") + ffn, std::string("model.bias=") + bias});
+      out.push_back({"model.ffn=" + ffn, std::string("model.bias=") + bias});
   for (const char* ffn : {"relu", "swiglu"})  // d_ff auto, rounded up to a multiple
     out.push_back({std::string("model.ffn=") + ffn, "model.d_ff=auto", "model.d_ff_plain=40", "model.d_ff_multiple=8"});
-  for (const char* norm : {"layernorm", "rmsnorm"})
+  for (const auto& norm : registry::names(Kind::Norm))
     for (const char* place : {"pre", "post"})
-      out.push_back({std::string("model.norm=") + norm, std::string("model.norm_placement=") + place});
+      out.push_back({"model.norm=" + norm, std::string("model.norm_placement=") + place});
   for (const char* kv : {"4", "2", "1"})
     for (const char* bias : {"true", "false"})
       out.push_back({std::string("model.n_kv_heads=") + kv, std::string("model.bias=") + bias});
   out.push_back({"model.head_dim=6", "model.n_kv_heads=2"});  // H·D != C
-  for (const char* pos : {"none", "sinusoidal", "learned", "t5_bias", "rope", "alibi"})
-    out.push_back({std::string("model.position=") + pos});
+  for (const auto& pos : registry::names(Kind::Position)) out.push_back({"model.position=" + pos});
+  for (const auto& attn : registry::names(Kind::Attention)) out.push_back({"model.attention=" + attn});
   out.push_back({"model.position=t5_bias", "model.t5_num_buckets=7", "model.n_kv_heads=2"});
   for (const char* q_rank : {"0", "5"})
     for (const char* bias : {"true", "false"}) {
