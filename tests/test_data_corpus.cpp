@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "data/baselines.h"
 #include "data/corpus.h"
@@ -88,6 +89,29 @@ TEST_CASE("baselines: true NLL is the scorer's sum, unigram is smoothed train co
     // The truth beats the unigram model by a wide margin.
     CHECK(st.true_ppl() < st.unigram_ppl() / 4);
   }
+}
+
+TEST_CASE("true log-probs line up with the rows of both layouts", "[data]") {
+  Corpus c = load_corpus(small());
+  const double total = true_nll_sum(*c.truth, c.val);
+  std::map<int32_t, double> first;  // p(word | <bos>)
+  for (auto [tok, p] : dynamic_cast<const Garden&>(*c.truth).next_distribution({c.vocab.bos})) first[tok] = p;
+  for (Layout layout : {Layout::Doc, Layout::Packed})
+    for (int T : {7, 64, 512}) {
+      Rows rows = make_rows(c.val, layout, T, c.vocab.eos);
+      auto scores = row_true_logprobs(*c.truth, c.val, layout, T);
+      REQUIRE(scores.size() == rows.rows.size());
+      double sum = 0;
+      for (size_t r = 0; r < rows.rows.size(); ++r) {
+        REQUIRE(scores[r].size() + 1 == rows.rows[r].size());
+        for (size_t t = 0; t < scores[r].size(); ++t) {
+          sum -= scores[r][t];
+          // Packed: the word after an <eos> is scored as a document's first word.
+          if (rows.rows[r][t] == c.vocab.eos) CHECK(scores[r][t] == Approx(std::log(first[rows.rows[r][t + 1]])));
+        }
+      }
+      CHECK(sum == Approx(total).epsilon(1e-12));
+    }
 }
 
 TEST_CASE("default splits land on the design targets", "[data]") {

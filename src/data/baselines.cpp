@@ -1,5 +1,7 @@
 #include "data/baselines.h"
 
+#include <algorithm>
+
 namespace lmx::data {
 
 std::vector<double> unigram_logprobs(const Corpus& corpus) {
@@ -26,6 +28,34 @@ double true_nll_sum(const Truth& truth, const std::vector<Doc>& docs, int64_t* t
   }
   if (tokens) *tokens = count;
   return sum;
+}
+
+namespace {
+
+// The same cut as make_rows: pieces of seq_len targets; piece j scores tokens [j*T + 1, ...].
+void cut_scores(const std::vector<double>& lp, int seq_len, std::vector<std::vector<double>>& out) {
+  const size_t n = lp.size();
+  for (size_t start = 0; start + 1 < n; start += seq_len)
+    out.emplace_back(lp.begin() + start + 1, lp.begin() + std::min(n, start + seq_len + 1));
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> row_true_logprobs(const Truth& truth, const std::vector<Doc>& docs, Layout layout,
+                                                   int seq_len) {
+  std::vector<std::vector<double>> out;
+  if (layout == Layout::Doc) {
+    for (const Doc& doc : docs) cut_scores(truth.logprobs(doc), seq_len, out);
+    return out;
+  }
+  std::vector<double> stream;  // aligned with make_rows' packed stream (valid documents end in <eos>)
+  for (const Doc& doc : docs) {
+    if (doc.empty()) continue;
+    auto lp = truth.logprobs(doc);
+    stream.insert(stream.end(), stream.empty() ? lp.begin() : lp.begin() + 1, lp.end());
+  }
+  cut_scores(stream, seq_len, out);
+  return out;
 }
 
 SplitStats split_stats(const Corpus& corpus, Split split, std::vector<double> unigram) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "data/batch.h"
 #include "data/corpus.h"
 
 namespace lmx::data {
@@ -28,6 +29,13 @@ std::vector<double> unigram_logprobs(const Corpus& corpus);
 // Sum of -log p over the predicted tokens of docs under the truth (throws InputError for a
 // document outside the language); *tokens receives the count.
 double true_nll_sum(const Truth& truth, const std::vector<Doc>& docs, int64_t* tokens = nullptr);
+
+// The truth's log p of every target of the rows make_rows(docs, layout, seq_len, eos) makes:
+// out[r][t] scores rows[r][t + 1]. In the packed layout a document's first word (after the
+// previous <eos>) is scored as after <bos>: documents are independent. For the true NLL by
+// position of the length-extrapolation experiment.
+std::vector<std::vector<double>> row_true_logprobs(const Truth& truth, const std::vector<Doc>& docs, Layout layout,
+                                                   int seq_len);
 
 // All figures for one split; `unigram` from unigram_logprobs (computed if empty).
 SplitStats split_stats(const Corpus& corpus, Split split, std::vector<double> unigram = {});
