@@ -25,5 +25,6 @@ void add_list_command(CLI::App& app, Globals& g);
 void add_data_commands(CLI::App& app, Globals& g);
 void add_sizes_commands(CLI::App& app, Globals& g);
 void add_train_commands(CLI::App& app, Globals& g);
+void add_probe_commands(CLI::App& app, Globals& g);
 
 }  // namespace lmx::cli
