@@ -44,8 +44,8 @@ using ProbeFn = ProbeResult (*)(const ProbeOptions&);
 struct ProbeEntry {
   std::string name;
   std::string args;         // what the probe reads, e.g. "CKPT [--docs N]"
-  std::string description;  // one line
   ProbeFn run;
+  std::string description;  // one line, starting with the lecture item (01.1 = section 01, item 1)
 };
 
 const std::vector<ProbeEntry>& probes();
