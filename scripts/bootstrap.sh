@@ -8,7 +8,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mode="${1:-}"
 
-packages=(cmake g++ make libtorch-dev libcli11-dev libyaml-cpp-dev libspdlog-dev catch2
+packages=(cmake g++ make ninja-build libtorch-dev libcli11-dev libyaml-cpp-dev libspdlog-dev catch2
           nlohmann-json3-dev libopenblas0-pthread gnuplot-nox)
 
 say() { echo "[bootstrap] $*" >&2; }
@@ -44,7 +44,8 @@ fi
 
 build="$root/build"
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >&2
+  # Ninja rebuilds only what changed when a source file is added (Make rebuilds everything).
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
 if [[ "$mode" == "--all" ]]; then

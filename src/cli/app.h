@@ -26,5 +26,7 @@ void add_data_commands(CLI::App& app, Globals& g);
 void add_sizes_commands(CLI::App& app, Globals& g);
 void add_train_commands(CLI::App& app, Globals& g);
 void add_probe_commands(CLI::App& app, Globals& g);
+void add_sweep_command(CLI::App& app, Globals& g);
+void add_extrapolate_command(CLI::App& app, Globals& g);
 
 }  // namespace lmx::cli

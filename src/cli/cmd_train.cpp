@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/app.h"
+#include "cli/common.h"
 #include "config/config.h"
 #include "data/baselines.h"
 #include "data/corpus.h"
@@ -26,48 +27,6 @@ namespace fs = std::filesystem;
 namespace lmx::cli {
 
 namespace {
-
-std::vector<uint64_t> parse_seeds(const std::string& list, int n_seeds, long long global_seed) {
-  std::vector<uint64_t> seeds;
-  if (!list.empty()) {
-    std::stringstream ss(list);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      try {
-        size_t used = 0;
-        long long v = std::stoll(item, &used);
-        if (used != item.size() || v < 0) throw std::invalid_argument(item);
-        seeds.push_back(static_cast<uint64_t>(v));
-      } catch (const std::exception&) {
-        throw InputError(fmt::format("--seeds {}: '{}' is not a non-negative integer", list, item),
-                         "example: --seeds 0,1,2");
-      }
-    }
-  } else {
-    const uint64_t base = global_seed >= 0 ? static_cast<uint64_t>(global_seed) : 0;
-    for (int i = 0; i < std::max(1, n_seeds); ++i) seeds.push_back(base + i);
-  }
-  return seeds;
-}
-
-std::string timestamp() {
-  std::time_t now = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&now));
-  return buf;
-}
-
-// Creates a fresh, writable output directory; refuses to reuse a non-empty one.
-void prepare_out_dir(const std::string& dir) {
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
-    throw InputError(fmt::format("{}: output directory exists and is not empty", dir),
-                     "choose another --out, remove it, or resume with --resume");
-  fs::create_directories(dir, ec);
-  if (ec) throw RuntimeError(fmt::format("cannot create {}: {}", dir, ec.message()));
-  write_file_atomic((fs::path(dir) / ".lmx-write-check").string(), "ok\n");
-  fs::remove(fs::path(dir) / ".lmx-write-check", ec);
-}
 
 std::string num(double v, int d = 4) { return std::isnan(v) ? "" : fmt::format("{:.{}f}", v, d); }
 
@@ -92,7 +51,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
       Config cfg = load_config(ta->config, ta->sets);
       if (g.device_given) cfg.train.device = g.device;
       auto seeds = parse_seeds(ta->seeds, ta->n_seeds, g.seed);
-      std::string out = g.out.empty() ? (fs::path("runs") / cfg.name / timestamp()).string() : g.out;
+      std::string out = g.out.empty() ? default_out_dir(cfg.name) : g.out;
       prepare_out_dir(out);
       log::info("train", "{} -> {} (seeds {})", cfg.source, out, fmt::join(seeds, ","));
       data::Corpus corpus = data::load_corpus(cfg.data);
@@ -107,13 +66,13 @@ void add_train_commands(CLI::App& app, Globals& g) {
         RunResult r = train_run(cfg, corpus, RunOptions{seed, run_dir, tty});
         r.unigram_test_ppl = unigram_test;
         rows.push_back({cfg.name, resolve_for_corpus(cfg, corpus), r});
-        write_file_atomic((fs::path(out) / "summary.csv").string(), summary_table(rows).csv());
+        write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(seed_rows(rows)).csv());
         if (r.status == "interrupted") {
           code = 130;
           break;
         }
       }
-      std::string md = summary_markdown(rows);
+      std::string md = summary_markdown(seed_rows(rows));
       write_file_atomic((fs::path(out) / "summary.md").string(), md);
       std::cout << md;
       log::info("train", "results in {}", out);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "model/sizes.h"
 
@@ -13,7 +14,7 @@ namespace {
 
 std::string num(double v, int digits = 4) { return std::isnan(v) ? "" : fmt::format("{:.{}f}", v, digits); }
 
-// Numeric columns of the per-seed rows, in CSV order after the text columns.
+// Numeric columns of the per-seed rows, in CSV order after name, seed, status.
 struct Column {
   const char* name;
   int digits;
@@ -44,6 +45,33 @@ const std::vector<Column>& numeric_columns() {
   return cols;
 }
 
+bool is_aggregate(const std::string& seed) {
+  return seed == "mean" || seed == "std" || seed == "min" || seed == "max";
+}
+
+double cell_value(const std::vector<std::string>& row, int col) {
+  if (col < 0 || col >= static_cast<int>(row.size()) || row[col].empty()) return std::nan("");
+  char* end = nullptr;
+  double v = std::strtod(row[col].c_str(), &end);
+  return end && *end == '\0' ? v : std::nan("");
+}
+
+std::vector<std::string> names_in_order(const Table& t) {
+  std::vector<std::string> names;
+  for (const auto& r : t.rows)
+    if (std::find(names.begin(), names.end(), r[0]) == names.end()) names.push_back(r[0]);
+  return names;
+}
+
+// Values of column `col` over the ok rows of `name`.
+std::vector<double> ok_values(const Table& t, const std::string& name, int col) {
+  const int status = column(t, "status");
+  std::vector<double> v;
+  for (const auto& r : t.rows)
+    if (r[0] == name && r[status] == "ok") v.push_back(cell_value(r, col));
+  return v;
+}
+
 }  // namespace
 
 Stats stats(const std::vector<double>& values) {
@@ -67,7 +95,7 @@ Stats stats(const std::vector<double>& values) {
   return s;
 }
 
-Table summary_table(const std::vector<SummaryRow>& rows) {
+Table seed_rows(const std::vector<SummaryRow>& rows) {
   Table t;
   t.header = {"name", "seed", "status"};
   for (const auto& c : numeric_columns()) t.header.push_back(c.name);
@@ -78,54 +106,69 @@ Table summary_table(const std::vector<SummaryRow>& rows) {
     cells.push_back(r.run.message);
     t.add(cells);
   }
-  // Aggregates per name, over the seeds that finished (status ok).
-  std::vector<std::string> names;
-  for (const auto& r : rows)
-    if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
-  for (const auto& name : names) {
-    std::vector<const SummaryRow*> ok;
-    for (const auto& r : rows)
-      if (r.name == name && r.run.status == "ok") ok.push_back(&r);
-    for (const char* agg : {"mean", "std", "min", "max"}) {
-      std::vector<std::string> cells = {name, agg, fmt::format("{} ok", ok.size())};
-      for (const auto& c : numeric_columns()) {
-        std::vector<double> v;
-        for (auto* r : ok) v.push_back(c.get(*r));
-        Stats s = stats(v);
-        double x = std::string(agg) == "mean" ? s.mean : std::string(agg) == "std" ? s.std
-                   : std::string(agg) == "min" ? s.min : s.max;
-        cells.push_back(num(x, c.digits + (std::string(agg) == "std" ? 1 : 0)));
-      }
-      cells.push_back("");
-      t.add(cells);
+  return t;
+}
+
+Table read_seed_rows(const std::string& summary_csv) {
+  Table all = read_csv(summary_csv);
+  Table t;
+  t.header = all.header;
+  for (auto& r : all.rows)
+    if (r.size() > 1 && !is_aggregate(r[1])) t.add(r);
+  return t;
+}
+
+Table with_aggregates(const Table& seeds) {
+  Table t = seeds;
+  const int status = column(seeds, "status"), message = column(seeds, "message");
+  for (const auto& name : names_in_order(seeds)) {
+    std::vector<std::vector<std::string>> agg(4, std::vector<std::string>(seeds.header.size()));
+    const char* labels[] = {"mean", "std", "min", "max"};
+    for (int k = 0; k < 4; ++k) agg[k][0] = name, agg[k][1] = labels[k];
+    for (size_t col = 3; col < seeds.header.size(); ++col) {
+      if (static_cast<int>(col) == message) continue;
+      Stats s = stats(ok_values(seeds, name, static_cast<int>(col)));
+      agg[0][col] = num(s.mean, 4), agg[1][col] = num(s.std, 5);
+      agg[2][col] = num(s.min, 4), agg[3][col] = num(s.max, 4);
     }
+    const size_t ok = ok_values(seeds, name, status).size();
+    for (auto& row : agg) row[status] = fmt::format("{} ok", ok), t.add(row);
   }
   return t;
 }
 
-std::string summary_markdown(const std::vector<SummaryRow>& rows) {
+std::string summary_markdown(const Table& seeds) {
+  struct View {
+    const char* title;
+    const char* col;
+    int digits;
+  };
+  const std::vector<View> views = {{"params", "params", 0},          {"test ppl", "test_ppl", 3},
+                                   {"true ppl", "true_test_ppl", 3}, {"unigram ppl", "unigram_test_ppl", 2},
+                                   {"far pron.", "far_pronoun_acc", 3}, {"near pron.", "near_pronoun_acc", 3},
+                                   {"wall s", "wall_s", 1}};
   Table t;
-  t.header = {"name", "seed", "params", "test ppl", "true ppl", "unigram ppl", "far pron.", "near pron.", "wall s", "status"};
-  std::vector<std::string> names;
-  for (const auto& r : rows) {
-    if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
-    t.add({r.name, std::to_string(r.run.seed), std::to_string(r.run.params), num(r.run.test.ppl, 3),
-           num(r.run.test.true_ppl, 3), num(r.run.unigram_test_ppl, 2), num(r.run.test.far_acc, 3),
-           num(r.run.test.near_acc, 3), num(r.run.wall_s, 1), r.run.status});
+  t.header = {"name", "seed"};
+  for (const auto& v : views) t.header.push_back(v.title);
+  t.header.push_back("status");
+  const int status = column(seeds, "status");
+  for (const auto& r : seeds.rows) {
+    std::vector<std::string> cells = {r[0], r[1]};
+    for (const auto& v : views) cells.push_back(num(cell_value(r, column(seeds, v.col)), v.digits));
+    cells.push_back(r[status]);
+    t.add(cells);
   }
-  for (const auto& name : names) {
-    std::vector<double> ppl, far, near, wall;
-    for (const auto& r : rows)
-      if (r.name == name && r.run.status == "ok")
-        ppl.push_back(r.run.test.ppl), far.push_back(r.run.test.far_acc), near.push_back(r.run.test.near_acc),
-            wall.push_back(r.run.wall_s);
-    auto pm = [](const std::vector<double>& v, int d) {
-      Stats s = stats(v);
-      return s.n ? fmt::format("{:.{}f} ± {:.{}f}", s.mean, d, s.std, d) : std::string("");
-    };
-    if (ppl.size() > 1)
-      t.add({name, "mean ± std", "", pm(ppl, 3), "", "", pm(far, 3), pm(near, 3), pm(wall, 1),
-             fmt::format("{} ok", ppl.size())});
+  for (const auto& name : names_in_order(seeds)) {
+    if (ok_values(seeds, name, status).size() < 2) continue;
+    std::vector<std::string> cells = {name, "mean ± std"};
+    for (const auto& v : views) {
+      Stats s = stats(ok_values(seeds, name, column(seeds, v.col)));
+      bool constant = s.n > 0 && s.std == 0 && std::string(v.col) != "test_ppl";
+      cells.push_back(s.n == 0 ? "" : constant ? num(s.mean, v.digits)
+                                                : fmt::format("{:.{}f} ± {:.{}f}", s.mean, v.digits, s.std, v.digits));
+    }
+    cells.push_back(fmt::format("{} ok", ok_values(seeds, name, status).size()));
+    t.add(cells);
   }
   return t.markdown();
 }

@@ -1,5 +1,7 @@
-// summary.csv: one row per seed plus aggregate rows (mean, std, min, max over the seeds
-// that finished), and the short Markdown table printed at the end of `lmx train`.
+// summary.csv: one row per seed (per grid point) plus aggregate rows (mean, std, min, max
+// over the seeds that finished), and the short Markdown table printed at the end.
+// Aggregation works on the per-seed table itself, so `train`, `sweep` (whose runs may be
+// separate processes) and merged shards all aggregate the same way.
 #pragma once
 #include <string>
 #include <vector>
@@ -16,17 +18,23 @@ struct SummaryRow {
   RunResult run;
 };
 
-// The per-seed rows and the aggregate rows, as a CSV table.
-Table summary_table(const std::vector<SummaryRow>& rows);
+// The per-seed rows (no aggregates).
+Table seed_rows(const std::vector<SummaryRow>& rows);
 
-// The Markdown table for stdout: one line per seed, then mean ± std.
-std::string summary_markdown(const std::vector<SummaryRow>& rows);
+// Per-seed rows read back from a summary.csv (aggregate rows dropped).
+Table read_seed_rows(const std::string& summary_csv);
 
-// mean ± sample std of the finite values ("" when none).
+// seed rows + mean / std / min / max rows per name over the rows with status ok.
+Table with_aggregates(const Table& seeds);
+
+// The Markdown view: one line per seed, then mean ± std per name with more than one seed.
+std::string summary_markdown(const Table& seeds);
+
 struct Stats {
   int n = 0;
   double mean = 0, std = 0, min = 0, max = 0;
 };
+// Over the finite values; std is the sample standard deviation (0 for one value).
 Stats stats(const std::vector<double>& values);
 
 }  // namespace lmx

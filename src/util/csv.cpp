@@ -53,6 +53,52 @@ std::string Table::markdown() const {
   return out;
 }
 
+Table read_csv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read", path));
+  std::vector<std::vector<std::string>> lines;
+  std::vector<std::string> row;
+  std::string cell;
+  bool quoted = false, any = false;
+  char c;
+  while (in.get(c)) {
+    any = true;
+    if (quoted) {
+      if (c == '"') {
+        if (in.peek() == '"') cell += static_cast<char>(in.get());
+        else quoted = false;
+      } else {
+        cell += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row.push_back(std::move(cell));
+      cell.clear();
+    } else if (c == '\n') {
+      row.push_back(std::move(cell));
+      cell.clear();
+      lines.push_back(std::move(row));
+      row.clear();
+    } else {
+      cell += c;
+    }
+  }
+  if (any && (!cell.empty() || !row.empty())) row.push_back(cell), lines.push_back(row);
+  if (quoted) throw InputError(fmt::format("{}: unterminated quoted cell", path));
+  Table t;
+  if (lines.empty()) throw InputError(fmt::format("{}: empty CSV file", path));
+  t.header = lines.front();
+  t.rows.assign(lines.begin() + 1, lines.end());
+  return t;
+}
+
+int column(const Table& t, const std::string& name) {
+  for (size_t i = 0; i < t.header.size(); ++i)
+    if (t.header[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
 void write_file_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");

@@ -32,4 +32,10 @@ class CsvAppender {
 
 std::string csv_escape(const std::string& cell);
 
+// Reads a CSV file written by Table::csv (quoted cells allowed); InputError if unreadable.
+Table read_csv(const std::string& path);
+
+// Column index by name, or -1.
+int column(const Table& t, const std::string& name);
+
 }  // namespace lmx

@@ -1,0 +1,63 @@
+// lmx sweep SPEC: a grid of configs × seeds, one combined summary.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/app.h"
+#include "cli/common.h"
+#include "experiments/spec.h"
+#include "experiments/sweep.h"
+#include "train/summary.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/signals.h"
+
+namespace fs = std::filesystem;
+
+namespace lmx::cli {
+
+void add_sweep_command(CLI::App& app, Globals& g) {
+  struct Args {
+    std::string spec, seeds;
+    std::vector<std::string> sets;
+    int jobs = 1;
+    bool quick = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* sweep = app.add_subcommand("sweep", "Run an experiment spec's grid × seeds; one summary with mean ± std per point");
+  sweep->add_option("spec", a->spec, "experiment spec (experiments/*.yaml)")->required();
+  sweep->add_option("--set", a->sets, "override: key=value, or a grid axis key=a,b,c (repeatable)");
+  sweep->add_option("--seeds", a->seeds, "comma-separated seeds (replaces the spec's)");
+  sweep->add_option("--jobs", a->jobs, "runs at once (each gets cores/jobs threads unless --threads)")->check(CLI::PositiveNumber);
+  sweep->add_flag("--quick", a->quick, "the spec's quick overrides and its first seed only (smoke test)");
+  sweep->callback([&g, a] {
+    g.run = [&g, a] {
+      ExperimentSpec spec = load_spec(a->spec);
+      add_cli_sets(spec, a->sets);
+      if (!a->seeds.empty()) spec.seeds = parse_seeds(a->seeds);
+      if (a->quick) spec.seeds.resize(1);
+      const auto points = expand(spec, a->quick);  // every config validated before any run
+      const std::string out = g.out.empty() ? default_out_dir(fs::path(a->spec).stem().string()) : g.out;
+      prepare_out_dir(out);
+      signals::install();
+      SweepResult r = run_sweep(points, spec.seeds, {out, a->jobs, g.threads, g.quiet});
+      if (!r.seeds.header.empty()) {
+        write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(r.seeds).csv());
+        const std::string md = summary_markdown(r.seeds);
+        write_file_atomic((fs::path(out) / "summary.md").string(), md);
+        std::cout << md;
+      }
+      log::info("sweep", "results in {}", out);
+      if (r.interrupted) return 130;
+      if (r.failed) {
+        log::warn("sweep", "{} run(s) failed; their logs are under {}/logs", r.failed, out);
+        return 1;
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace lmx::cli

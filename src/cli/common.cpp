@@ -1,0 +1,57 @@
+#include "cli/common.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <filesystem>
+#include <sstream>
+
+#include "util/csv.h"
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace lmx::cli {
+
+std::vector<uint64_t> parse_seeds(const std::string& list, int n_seeds, long long global_seed) {
+  std::vector<uint64_t> seeds;
+  if (!list.empty()) {
+    std::stringstream ss(list);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      try {
+        size_t used = 0;
+        long long v = std::stoll(item, &used);
+        if (used != item.size() || v < 0) throw std::invalid_argument(item);
+        seeds.push_back(static_cast<uint64_t>(v));
+      } catch (const std::exception&) {
+        throw InputError(fmt::format("--seeds {}: '{}' is not a non-negative integer", list, item),
+                         "example: --seeds 0,1,2");
+      }
+    }
+  } else {
+    const uint64_t base = global_seed >= 0 ? static_cast<uint64_t>(global_seed) : 0;
+    for (int i = 0; i < std::max(1, n_seeds); ++i) seeds.push_back(base + i);
+  }
+  return seeds;
+}
+
+std::string default_out_dir(const std::string& name) {
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return (fs::path("runs") / name / buf).string();
+}
+
+void prepare_out_dir(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
+    throw InputError(fmt::format("{}: output directory exists and is not empty", dir),
+                     "choose another --out or remove it");
+  fs::create_directories(dir, ec);
+  if (ec) throw RuntimeError(fmt::format("cannot create {}: {}", dir, ec.message()));
+  write_file_atomic((fs::path(dir) / ".lmx-write-check").string(), "ok\n");
+  fs::remove(fs::path(dir) / ".lmx-write-check", ec);
+}
+
+}  // namespace lmx::cli

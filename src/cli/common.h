@@ -1,0 +1,19 @@
+// Helpers shared by the verbs that run jobs: seeds, output directories.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lmx::cli {
+
+// "0,1,2" -> {0,1,2}; empty list -> n_seeds seeds from global_seed (or 0). InputError on junk.
+std::vector<uint64_t> parse_seeds(const std::string& list, int n_seeds = 1, long long global_seed = -1);
+
+// runs/<name>/<YYYYmmdd-HHMMSS>
+std::string default_out_dir(const std::string& name);
+
+// Creates a fresh, writable output directory; refuses a non-empty one (InputError, exit 2)
+// and an unwritable one (RuntimeError) before any work starts.
+void prepare_out_dir(const std::string& dir);
+
+}  // namespace lmx::cli

@@ -1,0 +1,156 @@
+#include "experiments/spec.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+
+#include "config/fields.h"
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace lmx {
+
+namespace {
+
+std::string at(const std::string& file, const YAML::Node& n) {
+  const auto m = n.Mark();
+  return m.is_null() ? file : fmt::format("{}:{}:{}", file, m.line + 1, m.column + 1);
+}
+
+std::string scalar(const std::string& file, const YAML::Node& n, const std::string& key) {
+  if (!n.IsScalar()) throw InputError(fmt::format("{}: {} expects a value, not a list or mapping", at(file, n), key));
+  return n.Scalar();
+}
+
+// A mapping of config keys to scalar values -> "key=value" overrides.
+std::vector<std::string> overrides(const std::string& file, const YAML::Node& n, const std::string& what) {
+  std::vector<std::string> out;
+  if (!n || n.IsNull()) return out;
+  if (!n.IsMap()) throw InputError(fmt::format("{}: {} expects a mapping of section.key: value", at(file, n), what));
+  for (const auto& kv : n) {
+    const std::string key = kv.first.as<std::string>();
+    out.push_back(key + "=" + scalar(file, kv.second, key));
+  }
+  return out;
+}
+
+}  // namespace
+
+ExperimentSpec load_spec(const std::string& path) {
+  ExperimentSpec spec;
+  spec.path = path;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw InputError(fmt::format("{}: no such experiment spec", path));
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw InputError(fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  if (!root.IsMap()) throw InputError(fmt::format("{}: an experiment spec is a mapping (kind, base, seeds, set, points, grid, quick)", path));
+  static const std::vector<std::string> keys = {"kind", "base", "seeds", "set", "points", "grid", "quick", "description"};
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string near = closest(key, keys);
+      throw InputError(fmt::format("{}: unknown key '{}'{}; valid: {}", at(path, kv.first), key,
+                                   near.empty() ? "" : " (did you mean '" + near + "'?)", join(keys)));
+    }
+  }
+  if (root["kind"]) spec.kind = scalar(path, root["kind"], "kind");
+  if (spec.kind != "train") throw InputError(fmt::format("{}: kind '{}' is not a sweep job; valid: train", at(path, root["kind"]), spec.kind));
+  if (!root["base"]) throw InputError(fmt::format("{}: missing key 'base' (the config every point starts from)", path));
+  spec.base = (fs::path(path).parent_path() / scalar(path, root["base"], "base")).lexically_normal().string();
+  if (auto s = root["seeds"]) {
+    if (!s.IsSequence() || s.size() == 0) throw InputError(fmt::format("{}: seeds expects a non-empty list, e.g. [0, 1]", at(path, s)));
+    spec.seeds.clear();
+    for (const auto& v : s) {
+      try {
+        long long x = v.as<long long>();
+        if (x < 0) throw YAML::Exception(v.Mark(), "negative");
+        spec.seeds.push_back(static_cast<uint64_t>(x));
+      } catch (const YAML::Exception&) {
+        throw InputError(fmt::format("{}: seeds: expects non-negative integers", at(path, v)));
+      }
+    }
+  }
+  spec.set = overrides(path, root["set"], "set");
+  spec.quick = overrides(path, root["quick"], "quick");
+  if (auto p = root["points"]) {
+    if (!p.IsMap()) throw InputError(fmt::format("{}: points expects a mapping name: {{key: value, ...}}", at(path, p)));
+    for (const auto& kv : p) spec.points.emplace_back(kv.first.as<std::string>(), overrides(path, kv.second, "a point"));
+  }
+  if (auto g = root["grid"]) {
+    if (!g.IsMap()) throw InputError(fmt::format("{}: grid expects a mapping key: [values]", at(path, g)));
+    for (const auto& kv : g) {
+      const std::string key = kv.first.as<std::string>();
+      if (!kv.second.IsSequence() || kv.second.size() == 0)
+        throw InputError(fmt::format("{}: grid axis {} expects a non-empty list", at(path, kv.second), key));
+      std::vector<std::string> values;
+      for (const auto& v : kv.second) values.push_back(scalar(path, v, key));
+      spec.grid.emplace_back(key, values);
+    }
+  }
+  return spec;
+}
+
+void add_cli_sets(ExperimentSpec& spec, const std::vector<std::string>& sets) {
+  for (const auto& s : sets) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(fmt::format("--set {}: expected section.key=value or section.key=a,b,c", s));
+    const std::string key = s.substr(0, eq), value = s.substr(eq + 1);
+    if (value.find(',') == std::string::npos) {
+      spec.set.push_back(s);
+      continue;
+    }
+    std::vector<std::string> values;
+    size_t start = 0;
+    while (true) {
+      const auto comma = value.find(',', start);
+      values.push_back(value.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    spec.grid.emplace_back(key, values);
+  }
+}
+
+std::vector<GridPoint> expand(const ExperimentSpec& spec, bool quick) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> points = spec.points;
+  if (points.empty()) points.emplace_back("", std::vector<std::string>{});
+  std::vector<GridPoint> out;
+  for (const auto& [pname, pset] : points) {
+    // Odometer over the grid axes.
+    std::vector<size_t> idx(spec.grid.size(), 0);
+    while (true) {
+      GridPoint gp;
+      gp.name = pname;
+      gp.overrides = pset;
+      for (size_t a = 0; a < spec.grid.size(); ++a) {
+        const std::string kv = spec.grid[a].first + "=" + spec.grid[a].second[idx[a]];
+        gp.overrides.push_back(kv);
+        gp.name += (gp.name.empty() ? "" : ",") + kv;
+      }
+      if (gp.name.empty()) gp.name = fs::path(spec.base).stem().string();
+      std::vector<std::string> all = spec.set;
+      all.insert(all.end(), gp.overrides.begin(), gp.overrides.end());
+      if (quick) all.insert(all.end(), spec.quick.begin(), spec.quick.end());
+      try {
+        gp.config = load_config(spec.base, all);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: point '{}': {}", spec.path, gp.name, e.what()), e.hint());
+      }
+      gp.config.name = gp.name;
+      out.push_back(std::move(gp));
+      size_t a = 0;
+      while (a < idx.size() && ++idx[a] == spec.grid[a].second.size()) idx[a++] = 0;
+      if (a == idx.size()) break;
+    }
+  }
+  return out;
+}
+
+}  // namespace lmx

@@ -1,0 +1,91 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "experiments/spec.h"
+#include "helpers.h"
+#include "train/summary.h"
+#include "util/error.h"
+
+using namespace lmx;
+using lmx::test::TempDir;
+namespace fs = std::filesystem;
+
+TEST_CASE("experiment specs: points x grid, command-line axes, quick overrides", "[sweep]") {
+  TempDir dir;
+  dir.write("base.yaml", "model:\n  d_model: 32\n");
+  auto path = dir.write("spec.yaml",
+                        "kind: train\nbase: base.yaml\nseeds: [3, 4]\nset: {train.steps: 7}\n"
+                        "points:\n  a: {model.ffn: relu}\n  b: {model.ffn: swiglu, model.d_ff: auto}\n"
+                        "grid:\n  train.lr: [0.01, 0.02]\nquick: {train.steps: 2}\n");
+  ExperimentSpec spec = load_spec(path);
+  CHECK(spec.seeds == std::vector<uint64_t>{3, 4});
+  add_cli_sets(spec, {"model.n_layers=1,3", "train.batch_size=8"});
+  auto points = expand(spec, false);
+  REQUIRE(points.size() == 2 * 2 * 2);
+  CHECK(points[0].name == "a,train.lr=0.01,model.n_layers=1");
+  CHECK(points[1].name == "a,train.lr=0.02,model.n_layers=1");
+  CHECK(points[7].name == "b,train.lr=0.02,model.n_layers=3");
+  CHECK(points[7].config.model.ffn == "swiglu");
+  CHECK(points[7].config.model.n_layers == 3);
+  CHECK(points[7].config.train.batch_size == 8);
+  CHECK(points[7].config.train.steps == 7);
+  CHECK(points[7].config.model.d_model == 32);
+  CHECK(expand(spec, true)[0].config.train.steps == 2);
+}
+
+TEST_CASE("malformed specs are rejected before anything runs", "[sweep]") {
+  TempDir dir;
+  dir.write("base.yaml", "model:\n  d_model: 32\n");
+  auto check = [&](const std::string& text, const std::string& fragment) {
+    auto p = dir.write("bad.yaml", text);
+    try {
+      ExperimentSpec s = load_spec(p);
+      expand(s, false);
+      FAIL("expected an InputError for: " << text);
+    } catch (const InputError& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(fragment) != std::string::npos);
+    }
+  };
+  check("base: base.yaml\nseedz: [1]\n", "seeds");
+  check("base: base.yaml\npoints:\n  x: {model.d_modle: 3}\n", "d_model");
+  check("base: base.yaml\ngrid:\n  train.lr: 0.1\n", "non-empty list");
+  check("base: nothere.yaml\n", "nothere.yaml");
+  check("seeds: [1]\n", "base");
+  check("base: base.yaml\nkind: dance\n", "dance");
+  check("base: base.yaml\nseeds: [-1]\n", "seeds");
+}
+
+TEST_CASE("aggregates come from the per-seed table, skipping failed seeds", "[sweep]") {
+  Table seeds;
+  seeds.header = {"name", "seed", "status", "test_ppl", "message"};
+  seeds.add({"a", "0", "ok", "4.0", ""});
+  seeds.add({"a", "1", "ok", "6.0", ""});
+  seeds.add({"a", "2", "diverged", "", "step 3"});
+  Table t = with_aggregates(seeds);
+  REQUIRE(t.rows.size() == 3 + 4);
+  CHECK(t.rows[3] == std::vector<std::string>{"a", "mean", "2 ok", "5.0000", ""});
+  CHECK(t.rows[4][3] == "1.41421");  // sample std of {4, 6}
+  CHECK(t.rows[5][3] == "4.0000");
+  CHECK(t.rows[6][3] == "6.0000");
+}
+
+TEST_CASE("lmx sweep runs the grid in parallel jobs and writes one summary", "[sweep][cli]") {
+  TempDir dir;
+  auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/textbook.yaml") +
+                                      "\nseeds: [0, 1]\nset: {train.steps: 6, train.eval_every: 0, data.train_docs: 100, "
+                                      "data.val_docs: 20, data.test_docs: 20}\n");
+  auto out = dir.file("out");
+  auto r = lmx::test::run_lmx("-q sweep '" + spec + "' --set model.ffn=relu,swiglu --jobs 2 --out '" + out + "'");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  Table t = read_csv(out + "/summary.csv");
+  int ok_rows = 0;
+  for (const auto& row : t.rows) ok_rows += row[2] == "ok";
+  CHECK(ok_rows == 4);
+  CHECK(r.output.find("model.ffn=swiglu") != std::string::npos);
+  CHECK(fs::exists(out + "/runs/001-model.ffn=swiglu-s1/seed1/model.safetensors"));
+}
