@@ -1,9 +1,12 @@
 // Multi-head latent attention (DeepSeek-AI 2024, "DeepSeek-V2", §2.1): the cache holds one
 // low-rank latent c = W_DKV x per token plus one decoupled RoPE key part shared by the heads.
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "model/attention.h"
 #include "model/position/rope.h"
+#include "util/error.h"
 
 namespace lmx {
 
@@ -109,6 +112,8 @@ torch::Tensor MultiHeadLatentAttentionImpl::scores(const torch::Tensor& x, bool 
 
 std::pair<torch::Tensor, torch::Tensor> MultiHeadLatentAttentionImpl::rope_on_keys_scores(const torch::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), H = n_heads_, D = head_dim_;
+  if (D % 2 != 0)
+    throw InputError(fmt::format("rope_on_keys_scores rotates the {}-wide head: it needs an even model.head_dim", D));
   RoPEImpl rope(cfg_, D);  // RoPE over the whole nope part, as without decoupling
   auto p = project(x, /*start=*/0);
   auto q = rope.rotate(p.q_nope, 0);                                   // (B, H, T, D) R_i q
