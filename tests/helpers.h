@@ -32,9 +32,9 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs build/lmx with the given shell-quoted arguments from the source root.
-inline RunResult run_lmx(const std::string& args) {
-  std::string cmd = std::string("cd '") + LMX_SOURCE_DIR + "' && '" + LMX_BINARY + "' " + args + " 2>&1";
+// Runs build/lmx with the given shell-quoted arguments from `dir` (default: the source root).
+inline RunResult run_lmx(const std::string& args, const std::string& dir = LMX_SOURCE_DIR) {
+  std::string cmd = "cd '" + dir + "' && '" + LMX_BINARY + "' " + args + " 2>&1";
   RunResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;

@@ -10,18 +10,7 @@ using lmx::test::TempDir;
 
 namespace {
 
-lmx::test::RunResult run_in(const std::string& dir, const std::string& args) {
-  std::string cmd = "cd '" + dir + "' && '" + LMX_BINARY + "' " + args + " 2>&1";
-  lmx::test::RunResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+lmx::test::RunResult run_in(const std::string& dir, const std::string& args) { return lmx::test::run_lmx(args, dir); }
 
 const std::string kSmall = "--set data.train_docs=300 --set data.val_docs=100 --set data.test_docs=100";
 

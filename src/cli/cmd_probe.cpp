@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/app.h"
+#include "cli/common.h"
 #include "experiments/probe.h"
 #include "util/csv.h"
 #include "util/error.h"
@@ -17,23 +18,6 @@
 namespace lmx::cli {
 
 namespace {
-
-std::vector<int> parse_int_list(const std::string& flag, const std::string& list) {
-  std::vector<int> out;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      const int v = std::stoi(item, &used);
-      if (used != item.size()) throw std::invalid_argument(item);
-      out.push_back(v);
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("{} {}: '{}' is not an integer", flag, list, item), "example: --depths 6,12,24");
-    }
-  }
-  return out;
-}
 
 // Cells such as "max |Δ|" would split a Markdown row: escape the bars there (not in CSV).
 Table markdown_safe(Table t) {

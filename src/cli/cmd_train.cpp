@@ -106,17 +106,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
       if (opt.seq_len > ck.config.model.max_seq_len)
         throw InputError(fmt::format("--seq-len {} exceeds the model's max_seq_len {}", opt.seq_len,
                                      ck.config.model.max_seq_len));
-      if (!ea->by_position.empty()) {
-        std::stringstream ss(ea->by_position);
-        std::string item;
-        while (std::getline(ss, item, ',')) {
-          try {
-            opt.by_position.push_back(std::stoi(item));
-          } catch (const std::exception&) {
-            throw InputError(fmt::format("--by-position: '{}' is not an integer", item));
-          }
-        }
-      }
+      if (!ea->by_position.empty()) opt.by_position = parse_int_list("--by-position", ea->by_position);
       EvalResult r = evaluate(model, corpus, opt);
       Table t;
       t.header = {"split", "layout", "tokens", "loss", "ppl", "true_nll", "true_ppl", "far_pronoun_acc",

@@ -13,21 +13,29 @@ namespace fs = std::filesystem;
 
 namespace lmx::cli {
 
+std::vector<int> parse_int_list(const std::string& flag, const std::string& list) {
+  std::vector<int> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      const int v = std::stoi(item, &used);
+      if (used != item.size()) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("{} {}: '{}' is not an integer", flag, list, item), "example: " + flag + " 0,1,2");
+    }
+  }
+  return out;
+}
+
 std::vector<uint64_t> parse_seeds(const std::string& list, int n_seeds, long long global_seed) {
   std::vector<uint64_t> seeds;
   if (!list.empty()) {
-    std::stringstream ss(list);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      try {
-        size_t used = 0;
-        long long v = std::stoll(item, &used);
-        if (used != item.size() || v < 0) throw std::invalid_argument(item);
-        seeds.push_back(static_cast<uint64_t>(v));
-      } catch (const std::exception&) {
-        throw InputError(fmt::format("--seeds {}: '{}' is not a non-negative integer", list, item),
-                         "example: --seeds 0,1,2");
-      }
+    for (int v : parse_int_list("--seeds", list)) {
+      if (v < 0) throw InputError(fmt::format("--seeds {}: seeds are non-negative", list));
+      seeds.push_back(static_cast<uint64_t>(v));
     }
   } else {
     const uint64_t base = global_seed >= 0 ? static_cast<uint64_t>(global_seed) : 0;

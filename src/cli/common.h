@@ -6,6 +6,9 @@
 
 namespace lmx::cli {
 
+// "6,12,24" -> {6,12,24}; InputError naming the flag and the bad item.
+std::vector<int> parse_int_list(const std::string& flag, const std::string& list);
+
 // "0,1,2" -> {0,1,2}; empty list -> n_seeds seeds from global_seed (or 0). InputError on junk.
 std::vector<uint64_t> parse_seeds(const std::string& list, int n_seeds = 1, long long global_seed = -1);
 
