@@ -89,3 +89,20 @@ TEST_CASE("lmx sweep runs the grid in parallel jobs and writes one summary", "[s
   CHECK(r.output.find("model.ffn=swiglu") != std::string::npos);
   CHECK(fs::exists(out + "/runs/001-model.ffn=swiglu-s1/seed1/model.safetensors"));
 }
+
+TEST_CASE("lmx ablate --one-at-a-time walks original -> llama one change per step", "[sweep][cli]") {
+  TempDir dir;
+  auto out = dir.file("ab");
+  auto r = lmx::test::run_lmx("-q ablate --one-at-a-time --jobs 2 --set train.steps=4 --set train.eval_every=0 "
+                              "--set data.train_docs=100 --set data.val_docs=20 --set data.test_docs=20 --out '" + out + "'");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  Table t = read_csv(out + "/ablation.csv");
+  REQUIRE(t.rows.size() == 7);  // start + norm placement, norm, ffn, position, kv heads, bias
+  CHECK(t.rows[1][1] == "norm_placement=pre");
+  CHECK(t.rows[3][1] == "ffn=swiglu d_ff=auto");
+  CHECK(t.rows[6][1] == "bias=false");
+  // The last step is the llama preset: same parameter count as training it directly.
+  CHECK(t.rows[6][2] == "101696");
+  CHECK(lmx::test::run_lmx("ablate --one-at-a-time --order norm,swap --out '" + dir.file("x") + "'").code == 2);
+}

@@ -28,5 +28,6 @@ void add_train_commands(CLI::App& app, Globals& g);
 void add_probe_commands(CLI::App& app, Globals& g);
 void add_sweep_command(CLI::App& app, Globals& g);
 void add_extrapolate_command(CLI::App& app, Globals& g);
+void add_ablate_command(CLI::App& app, Globals& g);
 
 }  // namespace lmx::cli

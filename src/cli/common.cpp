@@ -13,11 +13,18 @@ namespace fs = std::filesystem;
 
 namespace lmx::cli {
 
-std::vector<int> parse_int_list(const std::string& flag, const std::string& list) {
-  std::vector<int> out;
+std::vector<std::string> parse_list(const std::string& list) {
+  std::vector<std::string> out;
   std::stringstream ss(list);
   std::string item;
-  while (std::getline(ss, item, ',')) {
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<int> parse_int_list(const std::string& flag, const std::string& list) {
+  std::vector<int> out;
+  for (const auto& item : parse_list(list)) {
     try {
       size_t used = 0;
       const int v = std::stoi(item, &used);

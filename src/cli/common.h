@@ -6,6 +6,9 @@
 
 namespace lmx::cli {
 
+// "a,b,c" -> {a, b, c} (empty items dropped).
+std::vector<std::string> parse_list(const std::string& list);
+
 // "6,12,24" -> {6,12,24}; InputError naming the flag and the bad item.
 std::vector<int> parse_int_list(const std::string& flag, const std::string& list);
 

@@ -1,0 +1,129 @@
+// lmx ablate --one-at-a-time: from one recipe to another, one change at a time (each step
+// keeps the previous changes), every step trained with the same seeds.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/app.h"
+#include "cli/common.h"
+#include "config/config.h"
+#include "config/fields.h"
+#include "experiments/sweep.h"
+#include "model/sizes.h"
+#include "train/summary.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/signals.h"
+
+namespace fs = std::filesystem;
+
+namespace lmx::cli {
+
+namespace {
+
+// The changes, in lecture order; each groups the keys that move together (the FFN's width
+// is re-matched with it, RoPE's settings with the position).
+struct Change {
+  std::string name;
+  std::vector<std::string> keys;
+};
+const std::vector<Change>& known_changes() {
+  static const std::vector<Change> changes = {
+      {"norm_placement", {"model.norm_placement"}},
+      {"norm", {"model.norm", "model.norm_eps"}},
+      {"ffn", {"model.ffn", "model.swish_beta", "model.d_ff", "model.d_ff_plain", "model.d_ff_multiple"}},
+      {"position", {"model.position", "model.rope_theta", "model.rope_layout", "model.rope_scaling", "model.rope_factor"}},
+      {"kv_heads", {"model.n_kv_heads"}},
+      {"bias", {"model.bias"}},
+  };
+  return changes;
+}
+
+}  // namespace
+
+void add_ablate_command(CLI::App& app, Globals& g) {
+  struct Args {
+    std::string from = std::string(LMX_SOURCE_DIR) + "/configs/original.yaml";
+    std::string to = std::string(LMX_SOURCE_DIR) + "/configs/llama.yaml";
+    std::string order = "norm_placement,norm,ffn,position,kv_heads,bias";
+    std::string seeds;
+    std::vector<std::string> sets;
+    bool one_at_a_time = false;
+    int jobs = 1;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("ablate", "Train from one recipe to another, one change at a time");
+  cmd->add_flag("--one-at-a-time", a->one_at_a_time, "apply the differences one by one (the only mode)")->required();
+  cmd->add_option("--from", a->from, "start config (default configs/original.yaml)");
+  cmd->add_option("--to", a->to, "end config (default configs/llama.yaml)");
+  cmd->add_option("--order", a->order, "order of the changes: names from norm_placement,norm,ffn,position,kv_heads,bias");
+  cmd->add_option("--seeds", a->seeds, "comma-separated seeds (default 0)");
+  cmd->add_option("--set", a->sets, "override applied to every step, e.g. train.steps=300 (repeatable)");
+  cmd->add_option("--jobs", a->jobs, "runs at once")->check(CLI::PositiveNumber);
+  cmd->callback([&g, a] {
+    g.run = [&g, a] {
+      const Config from = load_config(a->from, a->sets);
+      const Config to = load_config(a->to, a->sets);
+      std::vector<GridPoint> points;
+      Config current = from;
+      points.push_back({"0 " + from.name, {}, current});
+      std::vector<std::string> names;
+      for (const auto& n : parse_list(a->order)) {
+        auto it = std::find_if(known_changes().begin(), known_changes().end(), [&](const Change& c) { return c.name == n; });
+        if (it == known_changes().end()) {
+          std::vector<std::string> valid;
+          for (const auto& c : known_changes()) valid.push_back(c.name);
+          throw InputError(fmt::format("--order: unknown change '{}'; valid: {}", n, join(valid)));
+        }
+        std::vector<std::string> moved;
+        for (const auto& key : it->keys) {
+          const Field* f = find_field(key);
+          if (f->get(current) != f->get(to)) {
+            apply_override(current, key + "=" + f->get(to));
+            moved.push_back(key.substr(key.find('.') + 1) + "=" + f->get(to));
+          }
+        }
+        if (moved.empty()) continue;
+        validate(current);
+        current.name = fmt::format("{} +{}", points.size(), n);
+        points.push_back({current.name, moved, current});
+      }
+      // Whatever else differs (sizes, other keys) is reported, not silently dropped.
+      for (const auto& f : config_fields())
+        if (f.key.rfind("model.", 0) == 0 && f.get(current) != f.get(to))
+          log::warn("ablate", "{} still differs after all steps ({} vs {}); add it to --set", f.key, f.get(current), f.get(to));
+      const auto seeds = parse_seeds(a->seeds, 1, g.seed);
+      const std::string out = g.out.empty() ? default_out_dir("ablate") : g.out;
+      prepare_out_dir(out);
+      signals::install();
+      SweepResult r = run_sweep(points, seeds, {out, a->jobs, g.threads, g.quiet});
+      if (r.seeds.header.empty()) return r.interrupted ? 130 : 1;
+      write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(r.seeds).csv());
+      // The lecture's table: per step, parameter count, test perplexity and far-pronoun accuracy.
+      Table table;
+      table.header = {"step", "change", "params", "test ppl", "far pronoun acc", "seeds"};
+      const int ppl = column(r.seeds, "test_ppl"), far = column(r.seeds, "far_pronoun_acc"),
+                params = column(r.seeds, "params"), status = column(r.seeds, "status");
+      for (const auto& p : points) {
+        std::vector<double> v_ppl, v_far;
+        std::string n_params;
+        for (const auto& row : r.seeds.rows)
+          if (row[0] == p.name && row[status] == "ok")
+            v_ppl.push_back(std::stod(row[ppl])), v_far.push_back(row[far].empty() ? NAN : std::stod(row[far])),
+                n_params = row[params];
+        Stats sp = stats(v_ppl), sf = stats(v_far);
+        table.add({p.name.substr(0, p.name.find(' ')), p.overrides.empty() ? "(start)" : join(p.overrides, " "),
+                   n_params, sp.n ? fmt::format("{:.3f} ± {:.3f}", sp.mean, sp.std) : "",
+                   sf.n ? fmt::format("{:.3f} ± {:.3f}", sf.mean, sf.std) : "", std::to_string(sp.n)});
+      }
+      write_file_atomic((fs::path(out) / "ablation.csv").string(), table.csv());
+      write_file_atomic((fs::path(out) / "ablation.md").string(), table.markdown());
+      std::cout << table.markdown();
+      log::info("ablate", "results in {}", out);
+      return r.interrupted ? 130 : r.failed ? 1 : 0;
+    };
+  });
+}
+
+}  // namespace lmx::cli
