@@ -39,10 +39,10 @@ std::vector<Garden::Next> Garden::next(const State& state) const {
   std::vector<std::string> origin;  // origin[k]: the choice that produced out[k]
 
   // Depth-first over every choice until each path reaches a word (or the end: <eos>).
-  std::vector<Path> todo{{state.stack, 1.0, -1, "start"}};
-  while (!todo.empty()) {
-    Path path = std::move(todo.back());
-    todo.pop_back();
+  std::vector<Path> frontier{{state.stack, 1.0, -1, "start"}};
+  while (!frontier.empty()) {
+    Path path = std::move(frontier.back());
+    frontier.pop_back();
     Next n;
     n.p = path.p;
     n.after.bound = state.bound;
@@ -59,7 +59,7 @@ std::vector<Garden::Next> Garden::next(const State& state) const {
         for (const Choice& c : rule.choices) {
           Path p{path.stack, path.p * c.p, c.bind >= 0 ? c.bind : path.bind, c.where};
           p.stack.insert(p.stack.end(), c.seq.rbegin(), c.seq.rend());
-          todo.push_back(std::move(p));
+          frontier.push_back(std::move(p));
         }
         continue;
       }
