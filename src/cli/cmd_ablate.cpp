@@ -10,7 +10,6 @@
 #include "config/config.h"
 #include "config/fields.h"
 #include "experiments/sweep.h"
-#include "model/sizes.h"
 #include "train/summary.h"
 #include "util/error.h"
 #include "util/log.h"

@@ -1,6 +1,5 @@
 // lmx sweep SPEC: a grid of configs × seeds, one combined summary.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <iostream>
