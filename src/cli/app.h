@@ -29,5 +29,6 @@ void add_probe_commands(CLI::App& app, Globals& g);
 void add_sweep_command(CLI::App& app, Globals& g);
 void add_extrapolate_command(CLI::App& app, Globals& g);
 void add_ablate_command(CLI::App& app, Globals& g);
+void add_uptrain_command(CLI::App& app, Globals& g);
 
 }  // namespace lmx::cli

@@ -98,6 +98,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
 
   torch::manual_seed(opt.seed);
   ModernLM model(cfg.model);
+  if (!opt.init_from.empty()) load_weights(*model, read_checkpoint(opt.init_from));
   model->train();
   res.params = count_parameters(model);
   auto optimizer = make_optimizer(model, t);

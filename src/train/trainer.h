@@ -16,6 +16,7 @@ struct RunOptions {
   std::string run_dir;    // created by the caller; results go here
   bool progress = false;  // live progress line (stderr is a terminal)
   int64_t inject_nan_at_step = -1;  // fault injection (tests): poison the loss at this step
+  std::string init_from;  // checkpoint whose weights replace the initialization (uptraining)
 };
 
 struct RunResult {

@@ -1,0 +1,170 @@
+// lmx uptrain: MHA -> GQA / MQA conversion of a trained checkpoint (model/convert.h),
+// evaluated right after conversion and after each continued-training length, next to the
+// same GQA / MQA models trained from scratch with the checkpoint's full budget.
+#include <fmt/format.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/app.h"
+#include "cli/common.h"
+#include "config/config.h"
+#include "data/corpus.h"
+#include "model/checkpoint.h"
+#include "model/convert.h"
+#include "train/evaluate.h"
+#include "train/trainer.h"
+#include "util/csv.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/signals.h"
+
+namespace fs = std::filesystem;
+
+namespace lmx::cli {
+
+namespace {
+
+EvalResult test_eval(ModernLM& model, const data::Corpus& corpus, const Config& cfg) {
+  EvalOptions opt;
+  opt.split = data::Split::Test;
+  opt.layout = data::parse_layout(cfg.data.layout);
+  opt.seq_len = opt.layout == data::Layout::Packed ? cfg.data.seq_len : 0;
+  opt.batch_size = std::max(cfg.train.batch_size, 32);
+  opt.pronoun_window = cfg.data.pronoun_window;
+  return evaluate(model, corpus, opt);
+}
+
+// Optimizer steps of the checkpoint's training run: its "steps" metadata, else the config's.
+int64_t original_budget(const Checkpoint& ck, const data::Corpus& corpus) {
+  auto it = ck.metadata.find("steps");
+  if (it != ck.metadata.end()) {
+    try {
+      return std::stoll(it->second);
+    } catch (const std::exception&) {
+    }
+  }
+  const Config& c = ck.config;
+  if (c.train.steps > 0) return c.train.steps;
+  data::Batcher b(data::make_rows(corpus.train, data::parse_layout(c.data.layout), c.data.seq_len,
+                                  corpus.vocab.eos),
+                  c.train.batch_size, 0, corpus.vocab.pad);
+  return c.train.epochs * std::max<int64_t>(1, b.batches_per_epoch());
+}
+
+}  // namespace
+
+void add_uptrain_command(CLI::App& app, Globals& g) {
+  struct Args {
+    std::string checkpoint, kv_heads = "2,1", inits = "mean,first,random", steps, seeds;
+    std::vector<std::string> sets;
+    bool no_scratch = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "uptrain", "Convert a trained MHA checkpoint to GQA/MQA, continue training, compare with from-scratch runs");
+  cmd->add_option("checkpoint", a->checkpoint, "trained MHA checkpoint (a run's model.safetensors)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--kv-heads", a->kv_heads, "comma-separated KV-head counts to convert to (default 2,1)");
+  cmd->add_option("--init", a->inits, "comma-separated K/V initializations: mean, first, random (default all)");
+  cmd->add_option("--steps", a->steps,
+                  "comma-separated continued-training lengths in steps (default: 5% and 20% of the "
+                  "checkpoint's budget)");
+  cmd->add_option("--seeds", a->seeds, "comma-separated seeds for continued and from-scratch training (default 0)");
+  cmd->add_option("--set", a->sets, "override a field of the checkpoint's config for training (repeatable)");
+  cmd->add_flag("--no-scratch", a->no_scratch, "skip the from-scratch GQA/MQA runs");
+  cmd->callback([&g, a] {
+    g.run = [&g, a] {
+      Checkpoint ck = read_checkpoint(a->checkpoint);
+      Config base = ck.config;
+      for (const auto& kv : a->sets) apply_override(base, kv);
+      validate(base);
+      const auto kv_heads = parse_int_list("--kv-heads", a->kv_heads);
+      const auto inits = parse_list(a->inits);
+      const auto seeds = parse_seeds(a->seeds, 1, g.seed);
+      // Validate every conversion before anything trains.
+      for (int k : kv_heads)
+        for (const auto& init : inits) convert_kv_heads(ck, k, init);
+
+      data::Corpus corpus = data::load_corpus(base.data);
+      const int64_t budget = original_budget(ck, corpus);
+      std::vector<int> steps = a->steps.empty()
+                                   ? std::vector<int>{static_cast<int>(std::max<int64_t>(1, budget / 20)),
+                                                      static_cast<int>(std::max<int64_t>(1, budget / 5))}
+                                   : parse_int_list("--steps", a->steps);
+      const std::string out = g.out.empty() ? default_out_dir("uptrain") : g.out;
+      prepare_out_dir(out);
+      signals::install();
+      const bool tty = isatty(STDERR_FILENO) && !log::quiet();
+      log::info("uptrain", "{}: {} KV heads, trained {} steps; continuing for {} steps", a->checkpoint,
+                base.model.kv_heads(), budget, fmt::join(steps, ", "));
+
+      Table table;
+      table.header = {"kv_heads", "init", "steps", "seed", "test_loss", "test_ppl", "far_acc", "params",
+                      "kv_per_token_layer", "status"};
+      const int D = base.model.dim_head();
+      auto add = [&](int k, const std::string& init, const std::string& steps_label, const std::string& seed,
+                     const EvalResult& e, int64_t params, const std::string& status) {
+        table.add({std::to_string(k), init, steps_label, seed, fmt::format("{:.4f}", e.loss),
+                   fmt::format("{:.4f}", e.ppl), std::isnan(e.far_acc) ? "" : fmt::format("{:.3f}", e.far_acc),
+                   std::to_string(params), std::to_string(2 * k * D), status});
+        write_file_atomic((fs::path(out) / "uptrain.csv").string(), table.csv());
+      };
+      {
+        ModernLM source = load_model(ck);
+        add(base.model.kv_heads(), "source", std::to_string(budget), "", test_eval(source, corpus, base),
+            count_parameters(source), "ok");
+      }
+      auto run = [&](const Config& cfg, uint64_t seed, const std::string& dir, const std::string& init_from) {
+        fs::create_directories(dir);
+        RunOptions ro{seed, dir, tty};
+        ro.init_from = init_from;
+        return train_run(cfg, corpus, ro);
+      };
+      for (int k : kv_heads) {
+        for (const auto& init : inits) {
+          for (uint64_t seed : seeds) {
+            if (signals::interrupted()) break;
+            torch::manual_seed(seed);  // the random init
+            ModernLM converted = convert_kv_heads(ck, k, init);
+            Config cfg = base;
+            cfg.model.n_kv_heads = k;
+            const std::string dir = (fs::path(out) / fmt::format("kv{}-{}-s{}", k, init, seed)).string();
+            fs::create_directories(dir);
+            const std::string conv_path = (fs::path(dir) / "converted.safetensors").string();
+            save_checkpoint(conv_path, converted, cfg, {}, {{"converted_from", a->checkpoint}, {"init", init}});
+            add(k, init, "0", std::to_string(seed), test_eval(converted, corpus, cfg), count_parameters(converted),
+                "ok");
+            for (int n : steps) {
+              Config c = cfg;
+              c.train.steps = n;
+              c.train.warmup_steps = std::min(c.train.warmup_steps, std::max(1, n / 5));
+              c.train.eval_every = 0;
+              RunResult r = run(c, seed, (fs::path(dir) / fmt::format("steps{}", n)).string(), conv_path);
+              add(k, init, std::to_string(n), std::to_string(seed), r.test, r.params, r.status);
+              if (r.status == "interrupted") break;
+            }
+          }
+        }
+        if (a->no_scratch) continue;
+        for (uint64_t seed : seeds) {
+          if (signals::interrupted()) break;
+          Config c = base;
+          c.model.n_kv_heads = k;
+          c.train.steps = static_cast<int>(budget);
+          RunResult r = run(c, seed, (fs::path(out) / fmt::format("kv{}-scratch-s{}", k, seed)).string(), "");
+          add(k, "scratch", std::to_string(budget), std::to_string(seed), r.test, r.params, r.status);
+        }
+      }
+      write_file_atomic((fs::path(out) / "uptrain.md").string(), table.markdown());
+      std::cout << table.markdown();
+      log::info("uptrain", "results in {}", out);
+      return signals::interrupted() ? 130 : 0;
+    };
+  });
+}
+
+}  // namespace lmx::cli
