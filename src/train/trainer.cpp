@@ -32,20 +32,6 @@ std::string fmt_num(double v, int digits = 4) {
   return fmt::format("{:.{}f}", v, digits);
 }
 
-// AdamW with decoupled weight decay on matrices only (not on biases, norm scales or
-// position/bias tables of rank < 2), as in nanoGPT and Llama training.
-std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const TrainConfig& t) {
-  std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  auto opts = torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.adam_eps);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
-                                 torch::optim::AdamWOptions(opts).weight_decay(t.weight_decay)));
-  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
-                                    torch::optim::AdamWOptions(opts).weight_decay(0.0)));
-  return std::make_unique<torch::optim::AdamW>(std::move(groups), opts);
-}
-
 void set_lr(torch::optim::AdamW& opt, double lr) {
   for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
 }
@@ -60,6 +46,38 @@ std::string first_bad_gradient(ModernLM& model) {
 }
 
 }  // namespace
+
+std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const TrainConfig& t) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  auto opts = torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.adam_eps);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
+                                 torch::optim::AdamWOptions(opts).weight_decay(t.weight_decay)));
+  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
+                                    torch::optim::AdamWOptions(opts).weight_decay(0.0)));
+  return std::make_unique<torch::optim::AdamW>(std::move(groups), opts);
+}
+
+StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
+                      const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss) {
+  set_lr(optimizer, lr);
+  auto logits = model->forward(inputs);  // (B, T, V)
+  auto loss = torch::nn::functional::cross_entropy(
+      logits.reshape({-1, logits.size(-1)}), targets.reshape(-1),
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore));
+  if (poison_loss) loss = loss * std::nan("");
+  optimizer.zero_grad();
+  loss.backward();
+  StepResult r;
+  r.loss = loss.item<double>();
+  r.grad_norm = clip_gradients(model, grad_clip);
+  if (std::isfinite(r.loss) && std::isfinite(r.grad_norm)) {
+    optimizer.step();
+    r.stepped = true;
+  }
+  return r;
+}
 
 double peak_rss_mib() {
   rusage usage{};
@@ -129,18 +147,12 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   for (int64_t step = 0; step < total; ++step) {
     const auto t_step = Clock::now();
     const double lr = lr_at(t, step, total);
-    set_lr(*optimizer, lr);
     data::Batch batch = batcher.batch(step);
-    auto logits = model->forward(batch.inputs);  // (B, T, V)
-    auto loss = torch::nn::functional::cross_entropy(
-        logits.reshape({-1, logits.size(-1)}), batch.targets.reshape(-1),
-        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore));
-    if (step == opt.inject_nan_at_step) loss = loss * std::nan("");
-    optimizer->zero_grad();
-    loss.backward();
-    const double loss_v = loss.item<double>();
-    const double gnorm = clip_gradients(model, t.grad_clip);
-    if (!std::isfinite(loss_v) || !std::isfinite(gnorm)) {
+    const StepResult sr = train_step(model, *optimizer, batch.inputs, batch.targets, lr, t.grad_clip,
+                                     /*poison_loss=*/step == opt.inject_nan_at_step);
+    const double loss_v = sr.loss;
+    const double gnorm = sr.grad_norm;
+    if (!sr.stepped) {
       std::string bad = first_bad_gradient(model);
       res.status = "diverged";
       res.message = fmt::format("step {}: loss {} grad norm {}{}", step, loss_v, gnorm,
@@ -150,7 +162,6 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
                    fmt::format("{}", loss_v), fmt::format("{:.6g}", lr), fmt::format("{}", gnorm), "", "", ""});
       break;
     }
-    optimizer->step();
     res.steps = step + 1;
     res.final_train_loss = loss_v;
     tokens_seen += batch.tokens;

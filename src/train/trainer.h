@@ -3,7 +3,10 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include <torch/optim/adamw.h>
 
 #include "config/config.h"
 #include "data/corpus.h"
@@ -45,6 +48,22 @@ int64_t count_parameters(const ModernLM& model);
 // Global gradient norm before clipping; scales the gradients down to max_norm when
 // max_norm > 0 and the norm exceeds it.
 double clip_gradients(ModernLM& model, double max_norm);
+
+// AdamW with decoupled weight decay on matrices only (not on biases, norm scales or
+// position/bias tables of rank < 2), as in nanoGPT and Llama training.
+std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const TrainConfig& t);
+
+// One training step, as train_run takes it (and lmx bench times it): set the learning rate,
+// forward, cross-entropy (kIgnore targets skipped), backward, clip to grad_clip, then the
+// AdamW step only when the loss and the gradient norm are finite (stepped = false otherwise;
+// the gradients are left for inspection). poison_loss multiplies the loss by NaN (tests).
+struct StepResult {
+  double loss = 0;
+  double grad_norm = 0;
+  bool stepped = false;
+};
+StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
+                      const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss = false);
 
 double peak_rss_mib();
 
