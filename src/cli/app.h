@@ -29,6 +29,7 @@ void add_probe_commands(CLI::App& app, Globals& g);
 void add_sweep_command(CLI::App& app, Globals& g);
 void add_extrapolate_command(CLI::App& app, Globals& g);
 void add_ablate_command(CLI::App& app, Globals& g);
+void add_bench_command(CLI::App& app, Globals& g);
 void add_uptrain_command(CLI::App& app, Globals& g);
 
 }  // namespace lmx::cli

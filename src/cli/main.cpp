@@ -40,6 +40,7 @@ int error_exit(const lmx::Error& e) {
 
 int main(int argc, char** argv) {
   using namespace lmx;
+  runtime::tune_allocator();
   CLI::App app{"lmx: train, evaluate and ablate small Transformer LMs on CPU"};
   app.footer(components_footer());
   app.fallthrough();
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
   cli::add_data_commands(app, g);
   cli::add_sizes_commands(app, g);
   cli::add_probe_commands(app, g);
+  cli::add_bench_command(app, g);
 
   try {
     app.parse(argc, argv);

@@ -1,8 +1,11 @@
 // Multi-head attention (Vaswani et al. 2017) with grouped KV heads: GQA (Ainslie et al.
 // 2023) for 1 < Hk < H, MQA (Shazeer 2019) for Hk = 1.
 #include <cmath>
+#include <tuple>
 
 #include "model/attention.h"
+#include "model/fused_attention.h"
+#include "model/position/rope.h"
 
 namespace lmx {
 
@@ -24,12 +27,42 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(const ModelConfig& cfg, std::shar
   attach_position(std::move(position));
 }
 
+// q, k and v come from one matmul with the three weights stacked at compute time (the
+// parameters, and so checkpoints, keep the separate q_proj / k_proj / v_proj names).
+// Without a cache and without a score bias, float32 on the CPU, the fused attention kernel
+// (model/fused_attention.h) does RoPE, the causal softmax and both matmuls in one autograd
+// op; with a cache it serves inference; anything else takes the plain LibTorch path.
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t start,
                                               std::vector<torch::Tensor>* cache) {
   const int64_t B = x.size(0), T = x.size(1), H = n_heads_, Hk = n_kv_heads_, D = head_dim_;
-  auto q = q_proj(x).view({B, T, H, D}).transpose(1, 2);   // (B, H, T, D)
-  auto k = k_proj(x).view({B, T, Hk, D}).transpose(1, 2);  // (B, Hk, T, D)
-  auto v = v_proj(x).view({B, T, Hk, D}).transpose(1, 2);  // (B, Hk, T, D)
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  auto w = torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}, 0);  // ((H + 2Hk)·D, C)
+  auto b = q_proj->bias.defined() ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : torch::Tensor();
+  auto qkv = torch::linear(x, w, b).view({B, T, H + 2 * Hk, D});  // (B, T, H + 2Hk, D)
+
+  auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
+  const bool rotate_only = rope ? rope->dim() == D : !position_->has_score_bias();
+  if (rotate_only && fused_attention_supported(x, D)) {
+    if (!cache) {
+      torch::Tensor cos, sin;
+      if (rope) std::tie(cos, sin) = rope->tables(start + T, x.device());
+      if (start > 0) cos = cos.defined() ? cos.slice(0, start) : cos, sin = sin.defined() ? sin.slice(0, start) : sin;
+      auto y = fused_causal_attention(qkv, H, Hk, scale, cos, sin, rope && rope->interleaved());  // (B, T, H, D)
+      return o_proj(y.view({B, T, H * D}));
+    }
+    if (!torch::GradMode::is_enabled()) {
+      auto q = position_->rotate(qkv.narrow(2, 0, H).transpose(1, 2), start);  // (B, H, T, D)
+      auto k = position_->rotate(qkv.narrow(2, H, Hk).transpose(1, 2), start);  // (B, Hk, T, D)
+      k = append_to_cache(cache, 0, k, /*dim=*/2);                               // (B, Hk, Tk, D)
+      auto v = append_to_cache(cache, 1, qkv.narrow(2, H + Hk, Hk).transpose(1, 2), /*dim=*/2);
+      auto y = fused_attention_inference(q, k, v, scale, start);  // (B, T, H, D)
+      return o_proj(y.view({B, T, H * D}));
+    }
+  }
+
+  auto q = qkv.narrow(2, 0, H).transpose(1, 2);         // (B, H, T, D)
+  auto k = qkv.narrow(2, H, Hk).transpose(1, 2);        // (B, Hk, T, D)
+  auto v = qkv.narrow(2, H + Hk, Hk).transpose(1, 2);   // (B, Hk, T, D)
   q = position_->rotate(q, start);
   k = position_->rotate(k, start);
   if (cache) {
@@ -42,8 +75,8 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
     v = v.repeat_interleave(H / Hk, /*dim=*/1);
   }
   auto bias = position_->score_bias(start, T, Tk, x.device());  // (H, T, Tk) or undefined
-  auto y = causal_attention(q, k, v, bias, 1.0 / std::sqrt(static_cast<double>(D)), start);  // (B, H, T, D)
-  return o_proj(y.transpose(1, 2).reshape({B, T, H * D}));  // (B, T, C)
+  auto y = causal_attention(q, k, v, bias, scale, start);        // (B, H, T, D)
+  return o_proj(y.transpose(1, 2).reshape({B, T, H * D}));       // (B, T, C)
 }
 
 }  // namespace lmx

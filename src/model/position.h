@@ -33,6 +33,8 @@ class Position : public torch::nn::Module {
   virtual torch::Tensor score_bias(int64_t q_start, int64_t tq, int64_t tk, const torch::Device& device) {
     return {};
   }
+  // Whether score_bias returns a bias (T5 bias, ALiBi); the fused attention kernel has none.
+  virtual bool has_score_bias() const { return false; }
 };
 
 // The registry's factory (model/registry.cpp): cfg.position picks the row.

@@ -1,9 +1,11 @@
 #include "util/runtime.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <torch/cuda.h>
 #include <ATen/Parallel.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -43,15 +45,48 @@ BlasInfo blas_info() {
   return info;
 }
 
+namespace {
+int g_blas_threads = 1;
+
+// LMX_BLAS_THREADS / LMX_TORCH_THREADS override the split (for measuring it).
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  try {
+    int n = std::stoi(v);
+    return n >= 1 ? n : fallback;
+  } catch (...) {
+    return fallback;
+  }
+}
+}  // namespace
+
 void set_threads(int n) {
   if (n < 1) throw InputError("--threads must be at least 1, got " + std::to_string(n));
-  at::set_num_threads(n);
-  if (auto set_blas = blas_symbol<SetThreadsFn>("openblas_set_num_threads")) set_blas(n);
+  const ThreadSplit split = thread_split(n);
+  at::set_num_threads(split.torch_threads);
+  g_blas_threads = split.blas_threads;
+  if (auto set_blas = blas_symbol<SetThreadsFn>("openblas_set_num_threads")) set_blas(split.blas_threads);
+}
+
+ThreadSplit thread_split(int n) {
+  ThreadSplit s;
+  s.torch_threads = env_int("LMX_TORCH_THREADS", n);
+  s.blas_threads = env_int("LMX_BLAS_THREADS", n);
+  return s;
 }
 
 int threads() { return at::get_num_threads(); }
+int blas_threads() { return g_blas_threads; }
 
 int default_threads() { return 1; }
+
+void tune_allocator() {
+#ifdef M_MMAP_THRESHOLD
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
+}
 
 bool cuda_available() { return torch::cuda::is_available(); }
 

@@ -12,12 +12,26 @@ struct BlasInfo {
 
 BlasInfo blas_info();
 
-// Sets LibTorch intra-op threads and OpenBLAS threads together (no oversubscription).
+// Sets LibTorch intra-op threads and OpenBLAS threads together (no oversubscription): n
+// threads are split as thread_split(n) says.
 void set_threads(int n);
-int threads();
+int threads();        // LibTorch intra-op threads
+int blas_threads();   // OpenBLAS threads (as last set)
+
+struct ThreadSplit {
+  int torch_threads = 1;  // at::set_num_threads (OpenMP: elementwise ops, reductions, lmx kernels)
+  int blas_threads = 1;   // openblas_set_num_threads (sgemm)
+};
+// The split of n threads; LMX_TORCH_THREADS / LMX_BLAS_THREADS override either part.
+ThreadSplit thread_split(int n);
 
 // Default intra-op threads when --threads is not given.
 int default_threads();
+
+// glibc malloc: keep freed blocks for reuse instead of returning them to the kernel (no
+// mmap / munmap and page faults for every multi-MiB activation of every step). Call once at
+// start; peak RSS is unchanged (freed memory is reused, not grown).
+void tune_allocator();
 
 bool cuda_available();
 

@@ -52,6 +52,11 @@ void RoPEImpl::grow(int64_t length, const torch::Device& device) {
   sin_ = (angle.sin() * mscale_).to(torch::kFloat32).to(device);
 }
 
+std::pair<torch::Tensor, torch::Tensor> RoPEImpl::tables(int64_t length, const torch::Device& device) {
+  grow(length, device);
+  return {cos_.slice(0, 0, length), sin_.slice(0, 0, length)};
+}
+
 torch::Tensor RoPEImpl::rotate(const torch::Tensor& x, int64_t start) {
   const int64_t T = x.size(-2);
   grow(start + T, x.device());

@@ -11,6 +11,8 @@
 //           attention temperature √(1/t) = 0.1·ln(s) + 1 multiplies cos and sin (so both q
 //           and k), as Hugging Face's "mscale" does.
 #pragma once
+#include <utility>
+
 #include "model/position.h"
 
 namespace lmx {
@@ -28,6 +30,9 @@ class RoPEImpl : public Position {
   double mscale() const { return mscale_; }
   int64_t dim() const { return dim_; }
   bool interleaved() const { return interleaved_; }
+  // The cached cos and sin tables for positions [0, length): (length, D/2) float32 on device
+  // (yarn's mscale included), as rotate uses them; the fused attention kernel reads them.
+  std::pair<torch::Tensor, torch::Tensor> tables(int64_t length, const torch::Device& device);
 
  private:
   void grow(int64_t length, const torch::Device& device);

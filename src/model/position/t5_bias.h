@@ -19,6 +19,7 @@ class T5BiasImpl : public Position {
   const char* module_name() const override { return "relative_attention_bias"; }
   bool per_layer() const override { return true; }
   torch::Tensor score_bias(int64_t q_start, int64_t tq, int64_t tk, const torch::Device& device) override;
+  bool has_score_bias() const override { return true; }
 
   torch::Tensor weight;  // (num_buckets, H), as T5's nn.Embedding(num_buckets, n_heads)
 

@@ -1,0 +1,222 @@
+// lmx bench CONFIG   time training steps (forward + backward + AdamW, the trainer's own
+//                    train_step), FLOPs and MFU, peak RSS, KV-cache vs recompute decoding
+// lmx bench --peak   this machine's single-precision matmul peak (at the --threads given)
+#include <fmt/format.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include "cli/app.h"
+#include "config/config.h"
+#include "data/corpus.h"
+#include "model/lm.h"
+#include "model/sizes.h"
+#include "train/trainer.h"
+#include "util/csv.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/runtime.h"
+
+namespace lmx::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Best-of-reps GFLOP/s of an n×n by n×n float32 matmul (2n³ FLOPs) at the current threads.
+double matmul_peak_gflops(int64_t n, int reps) {
+  torch::NoGradGuard no_grad;
+  auto a = torch::randn({n, n}), b = torch::randn({n, n}), c = torch::empty({n, n});
+  for (int i = 0; i < 2; ++i) torch::mm_out(c, a, b);  // warm-up (OpenBLAS buffers, caches)
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    torch::mm_out(c, a, b);
+    best = std::min(best, seconds_since(t0));
+  }
+  return 2.0 * n * n * n / best / 1e9;
+}
+
+struct BenchArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  int steps = 50;
+  int warmup = 10;
+  int batch = 0;      // 0 = the config's train.batch_size
+  int seq_len = 0;    // 0 = the config's data.seq_len
+  int vocab = 0;      // 0 = the config's model.vocab_size, or the dataset's when auto
+  int decode_len = 512;
+  bool no_decode = false;
+  bool peak = false;
+  int peak_size = 1024;
+  int peak_reps = 10;
+  bool breakdown = false;
+  std::string profile;  // chrome trace of a few steps (torch::autograd::profiler)
+  std::string csv;
+};
+
+int run_peak(const BenchArgs& a) {
+  const double gflops = matmul_peak_gflops(a.peak_size, a.peak_reps);
+  Table t{{"threads", "matmul", "peak_gflops"}, {}};
+  t.add({std::to_string(runtime::threads()), fmt::format("{0}x{0}x{0} sgemm", a.peak_size), fmt::format("{:.1f}", gflops)});
+  std::cout << t.markdown();
+  if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
+  return 0;
+}
+
+// Tokens per second decoding `len` tokens one at a time (batch 1, teacher-forced on a fixed
+// random sequence, no sampling): with the KV cache (one token per forward) or recomputing
+// the whole prefix at every step.
+double decode_tokens_per_s(ModernLM& model, int64_t len, int64_t vocab, bool cached) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  auto tokens = torch::randint(vocab, {1, len}, torch::kInt64);
+  auto t0 = Clock::now();
+  if (cached) {
+    KVCache cache;
+    for (int64_t t = 0; t < len; ++t) model->forward(tokens.slice(1, t, t + 1), &cache);
+  } else {
+    for (int64_t t = 1; t <= len; ++t) model->forward(tokens.slice(1, 0, t));
+  }
+  const double s = seconds_since(t0);
+  model->train();
+  return len / s;
+}
+
+// Diagnostics: the phases of a step timed apart (forward + loss, backward, clipping, AdamW),
+// the mean over --steps steps. Same operations as train_step, with a clock between them.
+void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& data, const Config& cfg,
+                     const BenchArgs& a) {
+  const int64_t T = data.size(2) - 1;
+  double t_fwd = 0, t_bwd = 0, t_clip = 0, t_opt = 0;
+  for (int step = 0; step < a.steps; ++step) {
+    auto rows = data[step % data.size(0)];
+    auto t0 = Clock::now();
+    auto logits = model->forward(rows.slice(1, 0, T));
+    auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
+                                                     rows.slice(1, 1, T + 1).reshape(-1));
+    auto t1 = Clock::now();
+    optimizer.zero_grad();
+    loss.backward();
+    loss.item<double>();
+    auto t2 = Clock::now();
+    clip_gradients(model, cfg.train.grad_clip);
+    auto t3 = Clock::now();
+    optimizer.step();
+    auto t4 = Clock::now();
+    auto ms = [](auto x, auto y) { return std::chrono::duration<double>(y - x).count() * 1e3; };
+    t_fwd += ms(t0, t1), t_bwd += ms(t1, t2), t_clip += ms(t2, t3), t_opt += ms(t3, t4);
+  }
+  const double n = std::max(1, a.steps);
+  Table t{{"phase", "ms"}, {}};
+  t.add({"forward + loss", fmt::format("{:.3f}", t_fwd / n)});
+  t.add({"zero_grad + backward", fmt::format("{:.3f}", t_bwd / n)});
+  t.add({"clip", fmt::format("{:.3f}", t_clip / n)});
+  t.add({"AdamW step", fmt::format("{:.3f}", t_opt / n)});
+  std::cout << t.markdown() << "\n";
+}
+
+int run_bench(const Globals& g, const BenchArgs& a) {
+  if (a.config.empty()) throw InputError("lmx bench: give a CONFIG (or --peak)", "lmx bench configs/textbook.yaml");
+  Config cfg = load_config(a.config, a.sets);
+  if (a.batch > 0) cfg.train.batch_size = a.batch;
+  if (a.seq_len > 0) cfg.data.seq_len = a.seq_len;
+  if (a.vocab > 0) cfg.model.vocab_size = a.vocab;
+  if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data::load_corpus(cfg.data).vocab.size();
+  const int64_t B = cfg.train.batch_size, T = cfg.data.seq_len, V = cfg.model.vocab_size;
+  if (T > cfg.model.max_seq_len && cfg.model.position == "learned")
+    throw InputError(fmt::format("--seq-len {} exceeds model.max_seq_len {}", T, cfg.model.max_seq_len));
+
+  torch::manual_seed(g.seed >= 0 ? g.seed : 0);
+  ModernLM model(cfg.model);
+  model->train();
+  auto optimizer = make_optimizer(model, cfg.train);
+  const int total = a.warmup + a.steps;
+  auto data = torch::randint(V, {std::max(total, 1), B, T + 1}, torch::kInt64);
+  log::info("bench", "{}: {} parameters, B={} T={} V={}, {} threads, {} warm-up + {} timed steps", cfg.source,
+            count_parameters(model), B, T, V, runtime::threads(), a.warmup, a.steps);
+  double timed_s = 0, last_loss = 0;
+  Clock::time_point t0;
+  for (int step = 0; step < total; ++step) {
+    if (step == a.warmup) t0 = Clock::now();
+    auto rows = data[step];
+    auto r = train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
+                        cfg.train.grad_clip);
+    last_loss = r.loss;
+  }
+  timed_s = seconds_since(t0);
+  const double train_rss = peak_rss_mib();
+  const double ms = a.steps > 0 ? timed_s / a.steps * 1e3 : 0;
+  const ForwardFlops ff = forward_flops(cfg.model, T);
+  const double step_flops = 3.0 * static_cast<double>(ff.total(/*causal=*/true)) * B;
+  const double achieved = ms > 0 ? step_flops / (ms / 1e3) / 1e9 : 0;  // GFLOP/s
+  const double peak = matmul_peak_gflops(a.peak_size, a.peak_reps);
+  if (a.breakdown) print_breakdown(model, *optimizer, data, cfg, a);
+  if (!a.profile.empty()) {
+    torch::autograd::profiler::RecordProfile guard(a.profile);
+    for (int step = 0; step < 5; ++step) {
+      auto rows = data[step % data.size(0)];
+      train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr, cfg.train.grad_clip);
+    }
+  }
+
+  double dec_cached = 0, dec_full = 0;
+  if (!a.no_decode && a.decode_len > 0) {
+    const int64_t len = a.decode_len;
+    if (cfg.model.position == "learned" && len > cfg.model.max_seq_len)
+      throw InputError(fmt::format("--decode-len {} exceeds model.max_seq_len {}", len, cfg.model.max_seq_len));
+    decode_tokens_per_s(model, std::min<int64_t>(len, 16), V, true);  // warm-up
+    dec_cached = decode_tokens_per_s(model, len, V, true);
+    dec_full = decode_tokens_per_s(model, len, V, false);
+  }
+
+  Table t{{"config", "threads", "torch_threads", "blas_threads", "batch", "seq_len", "vocab", "params", "steps", "ms_per_step", "tokens_per_s",
+           "gflop_per_step", "gflops", "peak_gflops", "mfu", "peak_rss_mib", "decode_len", "decode_kv_tok_s",
+           "decode_recompute_tok_s", "kv_speedup", "final_loss"},
+          {}};
+  t.add({cfg.name, std::to_string(g.threads > 0 ? g.threads : runtime::default_threads()),
+         std::to_string(runtime::threads()), std::to_string(runtime::blas_threads()), std::to_string(B), std::to_string(T), std::to_string(V),
+         std::to_string(count_parameters(model)), std::to_string(a.steps), fmt::format("{:.3f}", ms),
+         fmt::format("{:.0f}", ms > 0 ? B * T / (ms / 1e3) : 0), fmt::format("{:.4f}", step_flops / 1e9),
+         fmt::format("{:.1f}", achieved), fmt::format("{:.1f}", peak), fmt::format("{:.3f}", achieved / peak),
+         fmt::format("{:.1f}", train_rss), a.no_decode ? "" : std::to_string(a.decode_len),
+         a.no_decode ? "" : fmt::format("{:.0f}", dec_cached), a.no_decode ? "" : fmt::format("{:.0f}", dec_full),
+         a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss)});
+  std::cout << t.markdown();
+  if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand(
+      "bench", "Time training steps (ms/step, tokens/s, FLOP/s, MFU, peak RSS) and KV-cache decoding; --peak: matmul peak");
+  cmd->add_option("config", a->config, "config file (YAML)");
+  cmd->add_option("--set", a->sets, "override a field: section.key=value (repeatable)");
+  cmd->add_option("--steps", a->steps, "timed training steps (default 50)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", a->warmup, "untimed steps first (default 10)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--batch", a->batch, "sequences per step (default: train.batch_size)")->check(CLI::PositiveNumber);
+  cmd->add_option("--seq-len", a->seq_len, "tokens per sequence (default: data.seq_len)")->check(CLI::PositiveNumber);
+  cmd->add_option("--vocab", a->vocab, "vocabulary size (default: model.vocab_size, or the dataset's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--decode-len", a->decode_len, "decode this many tokens, with and without the KV cache (default 512)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-decode", a->no_decode, "skip the decoding measurement");
+  cmd->add_flag("--peak", a->peak, "only measure the matmul peak (GFLOP/s) at --threads");
+  cmd->add_option("--peak-size", a->peak_size, "n of the n×n×n peak matmul (default 1024)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--breakdown", a->breakdown, "also time forward, backward, clipping and AdamW apart");
+  cmd->add_option("--profile", a->profile, "write a Chrome trace of 5 training steps to this file (op timings)");
+  cmd->add_option("--csv", a->csv, "also write the table to this CSV file");
+  cmd->callback([&g, a] {
+    g.run = [&g, a] { return a->peak ? run_peak(*a) : run_bench(g, *a); };
+  });
+}
+
+}  // namespace lmx::cli

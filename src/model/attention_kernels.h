@@ -1,0 +1,66 @@
+// Raw-pointer kernels of the fused causal attention (model/fused_attention.h), free of
+// LibTorch so they can be compiled once per instruction set (attention_kernels_avx2.cpp with
+// -mavx2 -mfma, attention_kernels_generic.cpp for any x86-64) and picked at run time.
+//
+// One call handles one sequence b and one KV head g with its `group` query heads (GQA: H/Hk).
+// Rows are strided: query row i of group head r is q + r*q_sh + i*q_st, key row j is
+// k + j*k_st, value row j is v + j*v_st; the D numbers of a row are contiguous. Queries sit at
+// positions [q_start, q_start + Tq), keys at [0, Tk); query i sees keys j <= q_start + i.
+// RoPE (optional): cos/sin tables (positions × D/2) rotate queries and keys inside the kernel.
+#pragma once
+#include <cstdint>
+
+namespace lmx::kernels {
+
+struct AttnShape {
+  int64_t Tq = 0, Tk = 0, D = 0, q_start = 0, group = 1;
+  float scale = 1.0f;
+  const float* cos = nullptr;  // (positions, D/2) or null: no rotation
+  const float* sin = nullptr;
+  bool interleaved = false;  // RoPE pair layout: (2i, 2i+1) instead of (i, i + D/2)
+
+  int64_t tq_pad() const { return (Tq + 3) / 4 * 4; }
+  int64_t tk_pad() const { return (Tk + 7) / 8 * 8; }
+  int64_t visible(int64_t i) const { return q_start + i + 1 < Tk ? q_start + i + 1 : Tk; }
+};
+
+// Floats of scratch one forward / backward call needs.
+int64_t forward_scratch(const AttnShape& s);
+int64_t backward_scratch(const AttnShape& s);
+
+// o rows (strided like q: o + r*o_sh + i*o_st) = softmax(causal(q·kᵀ·scale))·v. p: when not
+// null, the probabilities (group, Tq, tk_pad) are kept there for the backward.
+struct ForwardArgs {
+  const float *q, *k, *v;
+  int64_t q_st, q_sh, k_st, v_st;
+  float* o;
+  int64_t o_st, o_sh;
+  float* p;
+};
+using ForwardFn = void (*)(const ForwardArgs&, const AttnShape&, float* scratch);
+
+// Gradients: dq rows (strided like q), dk and dv rows (strided like k and v) are written
+// (not accumulated). do_ and o are strided like q (o_st, o_sh); p as saved by the forward.
+struct BackwardArgs {
+  const float *q, *k, *v, *o, *dout, *p;
+  int64_t q_st, q_sh, k_st, v_st, o_st, o_sh;
+  float *dq, *dk, *dv;
+  int64_t dq_st, dq_sh, dk_st, dv_st;
+};
+using BackwardFn = void (*)(const BackwardArgs&, const AttnShape&, float* scratch);
+
+// The best variant for this CPU (AVX2+FMA when available).
+ForwardFn forward_kernel();
+BackwardFn backward_kernel();
+const char* kernel_isa();
+
+namespace avx2 {
+void forward(const ForwardArgs&, const AttnShape&, float*);
+void backward(const BackwardArgs&, const AttnShape&, float*);
+}  // namespace avx2
+namespace generic {
+void forward(const ForwardArgs&, const AttnShape&, float*);
+void backward(const BackwardArgs&, const AttnShape&, float*);
+}  // namespace generic
+
+}  // namespace lmx::kernels

@@ -1,0 +1,38 @@
+// The fused attention kernels for any x86-64 (SSE2), and the run-time choice of variant.
+#define LMX_KERNEL_NS generic
+#include "model/attention_kernels_impl.h"
+
+namespace lmx::kernels {
+
+int64_t forward_scratch(const AttnShape& s) {
+  return s.D * s.tk_pad() + s.tq_pad() * s.D + s.tq_pad() * s.tk_pad() + s.D;
+}
+
+int64_t backward_scratch(const AttnShape& s) {
+  const int64_t tq = s.tq_pad(), tk = s.tk_pad(), D = s.D;
+  return 4 * tk * D + 3 * tq * D + tq * tk + tq;
+}
+
+namespace {
+bool has_avx2() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+}  // namespace
+
+ForwardFn forward_kernel() {
+  static const ForwardFn fn = has_avx2() ? &avx2::forward : &generic::forward;
+  return fn;
+}
+
+BackwardFn backward_kernel() {
+  static const BackwardFn fn = has_avx2() ? &avx2::backward : &generic::backward;
+  return fn;
+}
+
+const char* kernel_isa() { return has_avx2() ? "avx2+fma" : "sse2"; }
+
+}  // namespace lmx::kernels

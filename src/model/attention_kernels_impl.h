@@ -1,0 +1,265 @@
+// The fused causal-attention kernels (declared in attention_kernels.h). Included by one .cpp
+// per instruction set with LMX_KERNEL_NS set to its namespace; GCC/Clang vector extensions
+// (8 floats) become AVX2+FMA or SSE2 code depending on that file's flags.
+//
+// Forward, per query head: Qr = RoPE(q); S = scale·Qr·Krᵀ for the visible keys (4 query rows
+// × 8 keys register tiles); P = softmax rows (vector exp); O = P·V.
+// Backward: dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O))·scale, dQr = dS·Kr, dKr = dSᵀ·Qr,
+// dV = Pᵀ·dO (summed over the group's query heads; rank-4 updates, no transposes), then the
+// inverse RoPE rotation.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "model/attention_kernels.h"
+
+#ifndef LMX_KERNEL_NS
+#error "define LMX_KERNEL_NS before including attention_kernels_impl.h"
+#endif
+
+namespace lmx::kernels::LMX_KERNEL_NS {
+
+namespace {
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
+typedef int v8i __attribute__((vector_size(32)));
+
+static inline __attribute__((always_inline)) v8f vload(const float* p) { return *reinterpret_cast<const v8u*>(p); }
+static inline __attribute__((always_inline)) void vstore(float* p, v8f x) { *reinterpret_cast<v8u*>(p) = x; }
+static inline __attribute__((always_inline)) v8f splat(float a) { return v8f{a, a, a, a, a, a, a, a}; }
+
+// exp for x <= 88 (Cephes expf polynomial, ~1 ulp); inputs below −87 give ~1e-38.
+static inline __attribute__((always_inline)) v8f vexp(v8f x) {
+  x = x < splat(88.3f) ? x : splat(88.3f);
+  x = x > splat(-87.3f) ? x : splat(-87.3f);
+  const v8f magic = splat(12582912.0f);  // 1.5·2^23: rounds to an integer
+  v8f n = (x * splat(1.44269504088896341f) + magic) - magic;
+  v8f r = x - n * splat(0.693359375f) - n * splat(-2.12194440e-4f);
+  v8f p = splat(1.9875691500e-4f);
+  p = p * r + splat(1.3981999507e-3f);
+  p = p * r + splat(8.3334519073e-3f);
+  p = p * r + splat(4.1665795894e-2f);
+  p = p * r + splat(1.6666665459e-1f);
+  p = p * r + splat(5.0000001201e-1f);
+  p = p * r * r + r + splat(1.0f);
+  v8i e = (__builtin_convertvector(n, v8i) + 127) << 23;
+  return p * (v8f)e;
+}
+
+// S[i][j] = alpha·Σ_d A[i][d]·Bt[d][j] for rows i < rows (A padded to a multiple of 4 rows,
+// lda = D) and, per 4-row tile, the keys j < ceil8(hi(last row)). S and Bt have ld columns.
+template <class Hi>
+void scores(const float* A, int64_t rows, int64_t D, const float* Bt, int64_t ld, float alpha, Hi hi,
+            float* S) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 4) {
+    const int64_t n = hi(std::min(i0 + 3, rows - 1));
+    const float *a0 = A + i0 * D, *a1 = a0 + D, *a2 = a1 + D, *a3 = a2 + D;
+    for (int64_t j = 0; j < n; j += 8) {
+      v8f c0 = splat(0), c1 = c0, c2 = c0, c3 = c0;
+      const float* b = Bt + j;
+      for (int64_t d = 0; d < D; ++d, b += ld) {
+        const v8f bv = vload(b);
+        c0 += a0[d] * bv;
+        c1 += a1[d] * bv;
+        c2 += a2[d] * bv;
+        c3 += a3[d] * bv;
+      }
+      float* s = S + i0 * ld + j;
+      vstore(s, c0 * alpha);
+      vstore(s + ld, c1 * alpha);
+      vstore(s + 2 * ld, c2 * alpha);
+      vstore(s + 3 * ld, c3 * alpha);
+    }
+  }
+}
+
+// out[i] (+)= Σ_{j in [lo, hi)} P[i][j]·V[j] for rows i < rows (P padded to a multiple of 4
+// rows, ld columns, zero outside each row's range); per tile, lo of its first row and hi of
+// its last. V rows at stride v_st, D a multiple of 8; out rows at out_st.
+template <class Lo, class Hi>
+void pv(const float* P, int64_t ld, int64_t rows, Lo lo, Hi hi, const float* V, int64_t v_st, int64_t D,
+        float* out, int64_t out_st, bool accumulate) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 4) {
+    const int64_t j0 = lo(i0), j1 = hi(std::min(i0 + 3, rows - 1));
+    const float *p0 = P + i0 * ld, *p1 = p0 + ld, *p2 = p1 + ld, *p3 = p2 + ld;
+    for (int64_t c = 0; c < D; c += 8) {
+      v8f c0 = splat(0), c1 = c0, c2 = c0, c3 = c0;
+      for (int64_t j = j0; j < j1; ++j) {
+        const v8f vv = vload(V + j * v_st + c);
+        c0 += p0[j] * vv;
+        c1 += p1[j] * vv;
+        c2 += p2[j] * vv;
+        c3 += p3[j] * vv;
+      }
+      const v8f acc[4] = {c0, c1, c2, c3};
+      for (int r = 0; r < 4 && i0 + r < rows; ++r) {
+        float* o = out + (i0 + r) * out_st + c;
+        vstore(o, accumulate ? vload(o) + acc[r] : acc[r]);
+      }
+    }
+  }
+}
+
+// out[j] += Σ_{i < rows} P[i][j]·X[i] for j < hi(last row of each 4-row tile): Pᵀ·X without
+// forming Pᵀ (P padded to a multiple of 4 rows, ld columns, zero outside each row's range;
+// X padded likewise, rows at x_st; D a multiple of 8; out rows at out_st, accumulated).
+template <class Hi>
+void ptx(const float* P, int64_t ld, int64_t rows, Hi hi, const float* X, int64_t x_st, int64_t D, float* out,
+         int64_t out_st) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 4) {
+    const int64_t n = hi(std::min(i0 + 3, rows - 1));
+    const float *p0 = P + i0 * ld, *p1 = p0 + ld, *p2 = p1 + ld, *p3 = p2 + ld;
+    const float* x = X + i0 * x_st;
+    for (int64_t c = 0; c < D; c += 8) {
+      const v8f x0 = vload(x + c), x1 = vload(x + x_st + c), x2 = vload(x + 2 * x_st + c),
+                x3 = vload(x + 3 * x_st + c);
+      float* o = out + c;
+      for (int64_t j = 0; j < n; ++j, o += out_st) vstore(o, vload(o) + p0[j] * x0 + p1[j] * x1 + p2[j] * x2 + p3[j] * x3);
+    }
+  }
+}
+
+// RoPE of one row x at position pos into y (y may not alias x); identity without tables.
+static inline __attribute__((always_inline)) void rotate(const float* x, float* y, int64_t pos, const AttnShape& s) {
+  const int64_t D = s.D, h = D / 2;
+  if (!s.cos) {
+    std::memcpy(y, x, D * sizeof(float));
+    return;
+  }
+  const float *c = s.cos + pos * h, *sn = s.sin + pos * h;
+  if (s.interleaved) {
+    for (int64_t d = 0; d < h; ++d) {
+      y[2 * d] = x[2 * d] * c[d] - x[2 * d + 1] * sn[d];
+      y[2 * d + 1] = x[2 * d + 1] * c[d] + x[2 * d] * sn[d];
+    }
+  } else {
+    for (int64_t d = 0; d < h; ++d) {
+      y[d] = x[d] * c[d] - x[d + h] * sn[d];
+      y[d + h] = x[d + h] * c[d] + x[d] * sn[d];
+    }
+  }
+}
+
+// The transpose of rotate (its inverse): gradient g in rotated space -> input space.
+static inline __attribute__((always_inline)) void unrotate(const float* g, float* y, int64_t pos, const AttnShape& s) {
+  const int64_t D = s.D, h = D / 2;
+  if (!s.cos) {
+    std::memcpy(y, g, D * sizeof(float));
+    return;
+  }
+  const float *c = s.cos + pos * h, *sn = s.sin + pos * h;
+  if (s.interleaved) {
+    for (int64_t d = 0; d < h; ++d) {
+      y[2 * d] = g[2 * d] * c[d] + g[2 * d + 1] * sn[d];
+      y[2 * d + 1] = g[2 * d + 1] * c[d] - g[2 * d] * sn[d];
+    }
+  } else {
+    for (int64_t d = 0; d < h; ++d) {
+      y[d] = g[d] * c[d] + g[d + h] * sn[d];
+      y[d + h] = g[d + h] * c[d] - g[d] * sn[d];
+    }
+  }
+}
+
+// Row i of S: softmax over [0, n), zeros on [n, ld).
+static inline __attribute__((always_inline)) void softmax_row(float* s, int64_t n, int64_t ld) {
+  float m = s[0];
+  for (int64_t j = 1; j < n; ++j) m = std::max(m, s[j]);
+  const v8f mv = splat(m);
+  v8f sumv = splat(0);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    v8f e = vexp(vload(s + j) - mv);
+    vstore(s + j, e);
+    sumv += e;
+  }
+  float sum = 0;
+  for (int k = 0; k < 8; ++k) sum += sumv[k];
+  for (; j < n; ++j) sum += (s[j] = std::exp(s[j] - m));
+  const float inv = 1.0f / sum;
+  j = 0;
+  for (; j + 8 <= n; j += 8) vstore(s + j, vload(s + j) * inv);
+  for (; j < n; ++j) s[j] *= inv;
+  for (; j < ld; ++j) s[j] = 0;
+}
+
+}  // namespace
+
+void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
+  const int64_t D = s.D, Tq = s.Tq, Tk = s.Tk, tqp = s.tq_pad(), tkp = s.tk_pad();
+  float* Kt = scratch;             // D × tkp rotated keys, transposed
+  float* Qr = Kt + D * tkp;        // tqp × D rotated queries of one head
+  float* S = Qr + tqp * D;         // tqp × tkp (when a.p is null)
+  float* row = S + tqp * tkp;      // D
+  std::fill(Kt, Kt + D * tkp, 0.0f);
+  for (int64_t j = 0; j < Tk; ++j) {
+    rotate(a.k + j * a.k_st, row, j, s);
+    for (int64_t d = 0; d < D; ++d) Kt[d * tkp + j] = row[d];
+  }
+  std::fill(Qr + Tq * D, Qr + tqp * D, 0.0f);
+  auto visible = [&](int64_t i) { return s.visible(i); };
+  auto zero = [](int64_t) { return int64_t{0}; };
+  for (int64_t r = 0; r < s.group; ++r) {
+    for (int64_t i = 0; i < Tq; ++i) rotate(a.q + r * a.q_sh + i * a.q_st, Qr + i * D, s.q_start + i, s);
+    float* P = a.p ? a.p + r * tqp * tkp : S;
+    scores(Qr, Tq, D, Kt, tkp, s.scale, visible, P);
+    for (int64_t i = 0; i < Tq; ++i) softmax_row(P + i * tkp, s.visible(i), tkp);
+    for (int64_t i = Tq; i < tqp; ++i) std::fill(P + i * tkp, P + (i + 1) * tkp, 0.0f);
+    pv(P, tkp, Tq, zero, visible, a.v, a.v_st, D, a.o + r * a.o_sh, a.o_st, /*accumulate=*/false);
+  }
+}
+
+void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
+  const int64_t D = s.D, Tq = s.Tq, Tk = s.Tk, tqp = s.tq_pad(), tkp = s.tk_pad();
+  float* Kr = scratch;           // tkp × D rotated keys (rows)
+  float* Vt = Kr + tkp * D;      // D × tkp values, transposed
+  float* Qr = Vt + D * tkp;      // tqp × D rotated queries of one head
+  float* dO = Qr + tqp * D;      // tqp × D
+  float* dS = dO + tqp * D;      // tqp × tkp
+  float* dK = dS + tqp * tkp;    // tkp × D rotated-space key gradient
+  float* dV = dK + tkp * D;      // tkp × D
+  float* dq = dV + tkp * D;      // tqp × D rotated-space query gradient
+  float* delta = dq + tqp * D;   // tqp
+  std::fill(Kr, Kr + tkp * D, 0.0f);
+  std::fill(Vt, Vt + D * tkp, 0.0f);
+  for (int64_t j = 0; j < Tk; ++j) {
+    rotate(a.k + j * a.k_st, Kr + j * D, j, s);
+    const float* v = a.v + j * a.v_st;
+    for (int64_t d = 0; d < D; ++d) Vt[d * tkp + j] = v[d];
+  }
+  std::fill(Qr + Tq * D, Qr + tqp * D, 0.0f);
+  std::fill(dO + Tq * D, dO + tqp * D, 0.0f);
+  std::fill(dK, dK + 2 * tkp * D, 0.0f);  // dK and dV
+  auto visible = [&](int64_t i) { return s.visible(i); };
+  auto zero = [](int64_t) { return int64_t{0}; };
+  for (int64_t r = 0; r < s.group; ++r) {
+    const float* P = a.p + r * tqp * tkp;
+    for (int64_t i = 0; i < Tq; ++i) {
+      rotate(a.q + r * a.q_sh + i * a.q_st, Qr + i * D, s.q_start + i, s);
+      const float *g = a.dout + r * a.o_sh + i * a.o_st, *o = a.o + r * a.o_sh + i * a.o_st;
+      float dot = 0;
+      for (int64_t d = 0; d < D; ++d) dot += g[d] * o[d];
+      std::memcpy(dO + i * D, g, D * sizeof(float));
+      delta[i] = dot;
+    }
+    scores(dO, Tq, D, Vt, tkp, 1.0f, visible, dS);  // dP
+    for (int64_t i = 0; i < tqp; ++i) {
+      float* ds = dS + i * tkp;
+      const float* p = P + i * tkp;
+      const int64_t n = i < Tq ? s.visible(i) : 0;
+      for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - delta[i]) * s.scale;
+      for (int64_t j = n; j < tkp; ++j) ds[j] = 0;
+    }
+    pv(dS, tkp, Tq, zero, visible, Kr, D, D, dq, D, /*accumulate=*/false);
+    for (int64_t i = 0; i < Tq; ++i) unrotate(dq + i * D, a.dq + r * a.dq_sh + i * a.dq_st, s.q_start + i, s);
+    ptx(dS, tkp, Tq, visible, Qr, D, D, dK, D);
+    ptx(P, tkp, Tq, visible, dO, D, D, dV, D);
+  }
+  for (int64_t j = 0; j < Tk; ++j) {
+    unrotate(dK + j * D, a.dk + j * a.dk_st, j, s);
+    std::memcpy(a.dv + j * a.dv_st, dV + j * D, D * sizeof(float));
+  }
+}
+
+}  // namespace lmx::kernels::LMX_KERNEL_NS

@@ -1,0 +1,182 @@
+#include "model/fused_attention.h"
+
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "model/attention_kernels.h"
+
+namespace lmx {
+
+namespace {
+
+std::atomic<bool>& enabled_flag() {
+  static std::atomic<bool> flag{[] {
+    const char* env = std::getenv("LMX_FUSED_ATTENTION");
+    return !(env && std::strcmp(env, "0") == 0);
+  }()};
+  return flag;
+}
+
+// q4 (B, Tq, H, D), k4 / v4 (B, Tk, Hk, D) strided views with a contiguous last dim; o4 like
+// q4; p (B, H, tq_pad, tk_pad) or undefined.
+void run_forward(const torch::Tensor& q4, const torch::Tensor& k4, const torch::Tensor& v4, const torch::Tensor& o4,
+                 const torch::Tensor& p, kernels::AttnShape shape) {
+  const int64_t B = q4.size(0), H = q4.size(2), Hk = k4.size(2);
+  shape.group = H / Hk;
+  const int64_t per_head_p = shape.tq_pad() * shape.tk_pad();
+  const float *q = q4.data_ptr<float>(), *k = k4.data_ptr<float>(), *v = v4.data_ptr<float>();
+  float* o = o4.data_ptr<float>();
+  float* pp = p.defined() ? p.data_ptr<float>() : nullptr;
+  auto kernel = kernels::forward_kernel();
+  const int64_t scratch_n = kernels::forward_scratch(shape);
+  at::parallel_for(0, B * Hk, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(scratch_n);
+    for (int64_t idx = begin; idx < end; ++idx) {
+      const int64_t b = idx / Hk, g = idx % Hk, h0 = g * shape.group;
+      kernels::ForwardArgs a{};
+      a.q = q + b * q4.stride(0) + h0 * q4.stride(2);
+      a.q_st = q4.stride(1);
+      a.q_sh = q4.stride(2);
+      a.k = k + b * k4.stride(0) + g * k4.stride(2);
+      a.k_st = k4.stride(1);
+      a.v = v + b * v4.stride(0) + g * v4.stride(2);
+      a.v_st = v4.stride(1);
+      a.o = o + b * o4.stride(0) + h0 * o4.stride(2);
+      a.o_st = o4.stride(1);
+      a.o_sh = o4.stride(2);
+      a.p = pp ? pp + (b * H + h0) * per_head_p : nullptr;
+      kernel(a, shape, scratch.data());
+    }
+  });
+}
+
+kernels::AttnShape make_shape(int64_t Tq, int64_t Tk, int64_t D, int64_t q_start, double scale,
+                              const torch::Tensor& cos, const torch::Tensor& sin, bool interleaved) {
+  kernels::AttnShape s;
+  s.Tq = Tq;
+  s.Tk = Tk;
+  s.D = D;
+  s.q_start = q_start;
+  s.scale = static_cast<float>(scale);
+  if (cos.defined() && cos.numel() > 0) {
+    s.cos = cos.data_ptr<float>();
+    s.sin = sin.data_ptr<float>();
+    s.interleaved = interleaved;
+  }
+  return s;
+}
+
+class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv_in, int64_t H,
+                               int64_t Hk, double scale, const torch::Tensor& cos_in, const torch::Tensor& sin_in,
+                               bool interleaved) {
+    auto qkv = qkv_in.contiguous();
+    auto cos = cos_in.contiguous(), sin = sin_in.contiguous();  // (T, D/2), or empty: no RoPE
+    const int64_t B = qkv.size(0), T = qkv.size(1), D = qkv.size(3);
+    auto shape = make_shape(T, T, D, 0, scale, cos, sin, interleaved);
+    auto o = torch::empty({B, T, H, D}, qkv.options());
+    auto p = torch::empty({B, H, shape.tq_pad(), shape.tk_pad()}, qkv.options());
+    run_forward(qkv.narrow(2, 0, H), qkv.narrow(2, H, Hk), qkv.narrow(2, H + Hk, Hk), o, p, shape);
+    ctx->save_for_backward({qkv, o, p, cos, sin});
+    ctx->saved_data["H"] = H;
+    ctx->saved_data["Hk"] = Hk;
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["interleaved"] = interleaved;
+    return o;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const auto &qkv = saved[0], &o = saved[1], &p = saved[2], &cos = saved[3], &sin = saved[4];
+    const int64_t H = ctx->saved_data["H"].toInt(), Hk = ctx->saved_data["Hk"].toInt();
+    const int64_t B = qkv.size(0), T = qkv.size(1), D = qkv.size(3);
+    auto shape = make_shape(T, T, D, 0, ctx->saved_data["scale"].toDouble(), cos, sin,
+                            ctx->saved_data["interleaved"].toBool());
+    shape.group = H / Hk;
+    auto dout = grads[0].contiguous();
+    auto dqkv = torch::empty_like(qkv);
+    const int64_t W = H + 2 * Hk, row = W * D, per_head_p = shape.tq_pad() * shape.tk_pad();
+    const float *q = qkv.data_ptr<float>(), *op = o.data_ptr<float>(), *dop = dout.data_ptr<float>(),
+                *pp = p.data_ptr<float>();
+    float* dq = dqkv.data_ptr<float>();
+    auto kernel = kernels::backward_kernel();
+    const int64_t scratch_n = kernels::backward_scratch(shape);
+    at::parallel_for(0, B * Hk, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> scratch(scratch_n);
+      for (int64_t idx = begin; idx < end; ++idx) {
+        const int64_t b = idx / Hk, g = idx % Hk, h0 = g * shape.group;
+        const int64_t base = b * T * row;
+        kernels::BackwardArgs a{};
+        a.q = q + base + h0 * D;
+        a.k = q + base + (H + g) * D;
+        a.v = q + base + (H + Hk + g) * D;
+        a.q_st = a.k_st = a.v_st = row;
+        a.q_sh = D;
+        a.o = op + b * T * H * D + h0 * D;
+        a.dout = dop + b * T * H * D + h0 * D;
+        a.o_st = H * D;
+        a.o_sh = D;
+        a.p = pp + (b * H + h0) * per_head_p;
+        a.dq = dq + base + h0 * D;
+        a.dk = dq + base + (H + g) * D;
+        a.dv = dq + base + (H + Hk + g) * D;
+        a.dq_st = a.dk_st = a.dv_st = row;
+        a.dq_sh = D;
+        kernel(a, shape, scratch.data());
+      }
+    });
+    return {dqkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool fused_attention_supported(const torch::Tensor& x, int64_t head_dim) {
+  return enabled_flag().load() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && head_dim % 8 == 0 &&
+         head_dim <= 256;
+}
+
+void set_fused_attention(bool enabled) { enabled_flag().store(enabled); }
+bool fused_attention_enabled() { return enabled_flag().load(); }
+
+torch::Tensor fused_causal_attention(const torch::Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, double scale,
+                                     const torch::Tensor& cos, const torch::Tensor& sin, bool interleaved) {
+  const int64_t T = qkv.size(1);
+  torch::Tensor c = cos, s = sin;
+  if (c.defined()) {
+    c = c.slice(0, 0, T).to(torch::kFloat32);
+    s = s.slice(0, 0, T).to(torch::kFloat32);
+  }
+  if (!torch::GradMode::is_enabled() || !qkv.requires_grad()) {
+    auto x = qkv.contiguous();
+    if (c.defined()) c = c.contiguous(), s = s.contiguous();
+    const int64_t B = x.size(0), D = x.size(3);
+    auto o = torch::empty({B, T, n_heads, D}, x.options());
+    run_forward(x.narrow(2, 0, n_heads), x.narrow(2, n_heads, n_kv_heads), x.narrow(2, n_heads + n_kv_heads, n_kv_heads),
+                o, torch::Tensor(), make_shape(T, T, D, 0, scale, c, s, interleaved));
+    return o;
+  }
+  if (!c.defined()) c = s = torch::empty({0}, qkv.options());  // autograd inputs must be defined
+  return FusedAttentionFn::apply(qkv, n_heads, n_kv_heads, scale, c, s, interleaved);
+}
+
+torch::Tensor fused_attention_inference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                        double scale, int64_t q_start) {
+  auto q4 = q.stride(3) == 1 ? q.transpose(1, 2) : q.contiguous().transpose(1, 2);  // (B, Tq, H, D)
+  auto k4 = k.stride(3) == 1 ? k.transpose(1, 2) : k.contiguous().transpose(1, 2);  // (B, Tk, Hk, D)
+  auto v4 = v.stride(3) == 1 ? v.transpose(1, 2) : v.contiguous().transpose(1, 2);
+  const int64_t B = q4.size(0), Tq = q4.size(1), H = q4.size(2), D = q4.size(3);
+  auto o = torch::empty({B, Tq, H, D}, q.options());
+  run_forward(q4, k4, v4, o, torch::Tensor(), make_shape(Tq, k4.size(1), D, q_start, scale, {}, {}, false));
+  return o;
+}
+
+}  // namespace lmx
