@@ -4,7 +4,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/corpus.h"
 #include "experiments/spec.h"
+#include "model/sizes.h"
 #include "helpers.h"
 #include "train/summary.h"
 #include "util/error.h"
@@ -34,6 +36,25 @@ TEST_CASE("experiment specs: points x grid, command-line axes, quick overrides",
   CHECK(points[7].config.train.steps == 7);
   CHECK(points[7].config.model.d_model == 32);
   CHECK(expand(spec, true)[0].config.train.steps == 2);
+}
+
+TEST_CASE("a spec point may start from its own base config", "[sweep]") {
+  TempDir dir;
+  dir.write("configs/base.yaml", "model:\n  d_model: 32\n");
+  dir.write("configs/other.yaml", "model:\n  d_model: 48\n  ffn: gelu\n");
+  auto path = dir.write("exp/spec.yaml",
+                        "base: ../configs/base.yaml\nset: {train.steps: 5}\n"
+                        "points:\n  one: {model.n_layers: 1}\n  other: {base: ../configs/other.yaml, model.n_layers: 3}\n");
+  auto points = expand(load_spec(path), false);
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].config.model.d_model == 32);
+  CHECK(points[1].name == "other");
+  CHECK(points[1].config.model.d_model == 48);
+  CHECK(points[1].config.model.ffn == "gelu");
+  CHECK(points[1].config.model.n_layers == 3);
+  CHECK(points[1].config.train.steps == 5);
+  dir.write("exp/bad.yaml", "base: ../configs/base.yaml\npoints:\n  x: {base: ../configs/missing.yaml}\n");
+  CHECK_THROWS_WITH(expand(load_spec(dir.file("exp/bad.yaml")), false), Catch::Contains("missing.yaml"));
 }
 
 TEST_CASE("malformed specs are rejected before anything runs", "[sweep]") {
@@ -101,8 +122,20 @@ TEST_CASE("lmx ablate --one-at-a-time walks original -> llama one change per ste
   REQUIRE(t.rows.size() == 7);  // start + norm placement, norm, ffn, position, kv heads, bias
   CHECK(t.rows[1][1] == "norm_placement=pre");
   CHECK(t.rows[3][1] == "ffn=swiglu d_ff=auto");
-  CHECK(t.rows[6][1] == "bias=false");
-  // The last step is the llama preset: same parameter count as training it directly.
-  CHECK(t.rows[6][2] == "101696");
+  // GQA and dropping the biases remove weights: d_ff is re-matched so that every step stays
+  // within 1% of the start's parameter count.
+  CHECK(t.rows[5][1].rfind("n_kv_heads=2 d_ff=", 0) == 0);
+  CHECK(t.rows[6][1].rfind("bias=false d_ff=", 0) == 0);
+  const double start = std::stod(t.rows[0][2]);
+  for (const auto& row : t.rows) CHECK(std::abs(std::stod(row[2]) - start) <= 0.01 * start);
+  // Without re-matching, the last step is the llama preset: its parameter count.
+  auto plain = lmx::test::run_lmx("-q ablate --one-at-a-time --no-match-params --jobs 2 --set train.steps=2 "
+                                  "--set train.eval_every=0 --set data.train_docs=50 --set data.val_docs=20 "
+                                  "--set data.test_docs=20 --out '" + dir.file("plain") + "'");
+  REQUIRE(plain.code == 0);
+  Table tp = read_csv(dir.file("plain") + "/ablation.csv");
+  Config llama = load_config(lmx::test::source_path("configs/llama.yaml"));
+  llama.model.vocab_size = data::load_corpus(llama.data).vocab.size();
+  CHECK(tp.rows.back()[2] == std::to_string(count_params(llama.model).total()));
   CHECK(lmx::test::run_lmx("ablate --one-at-a-time --order norm,swap --out '" + dir.file("x") + "'").code == 2);
 }

@@ -9,7 +9,9 @@
 #include "cli/common.h"
 #include "config/config.h"
 #include "config/fields.h"
+#include "data/corpus.h"
 #include "experiments/sweep.h"
+#include "model/sizes.h"
 #include "train/summary.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -39,6 +41,24 @@ const std::vector<Change>& known_changes() {
   return changes;
 }
 
+// Parameter count of a config with the dataset's vocabulary.
+int64_t params_of(ModelConfig m, int vocab) {
+  if (m.vocab_size == 0) m.vocab_size = vocab;
+  return count_params(m).total();
+}
+
+// The FFN width that brings the parameter count closest to `target` (the other fields fixed).
+int match_d_ff(ModelConfig m, int vocab, int64_t target) {
+  int best = 1;
+  int64_t best_gap = -1;
+  for (int f = 1; f <= 16 * m.d_model; ++f) {
+    m.d_ff = f;
+    const int64_t gap = std::llabs(params_of(m, vocab) - target);
+    if (best_gap < 0 || gap < best_gap) best = f, best_gap = gap;
+  }
+  return best;
+}
+
 }  // namespace
 
 void add_ablate_command(CLI::App& app, Globals& g) {
@@ -49,6 +69,8 @@ void add_ablate_command(CLI::App& app, Globals& g) {
     std::string seeds;
     std::vector<std::string> sets;
     bool one_at_a_time = false;
+    bool no_match = false;
+    double tolerance = 0.01;
     int jobs = 1;
   };
   auto a = std::make_shared<Args>();
@@ -60,6 +82,11 @@ void add_ablate_command(CLI::App& app, Globals& g) {
   cmd->add_option("--seeds", a->seeds, "comma-separated seeds (default 0)");
   cmd->add_option("--set", a->sets, "override applied to every step, e.g. train.steps=300 (repeatable)");
   cmd->add_option("--jobs", a->jobs, "runs at once")->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-match-params", a->no_match,
+                "keep each step's d_ff as the configs give it (default: re-match d_ff so every step's parameter "
+                "count stays within --tolerance of the start)");
+  cmd->add_option("--tolerance", a->tolerance, "relative parameter-count tolerance for re-matching (default 0.01)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([&g, a] {
     g.run = [&g, a] {
       const Config from = load_config(a->from, a->sets);
@@ -67,6 +94,8 @@ void add_ablate_command(CLI::App& app, Globals& g) {
       std::vector<GridPoint> points;
       Config current = from;
       points.push_back({"0 " + from.name, {}, current});
+      const int vocab = data::load_corpus(from.data).vocab.size();
+      const int64_t start_params = params_of(from.model, vocab);
       std::vector<std::string> names;
       for (const auto& n : parse_list(a->order)) {
         auto it = std::find_if(known_changes().begin(), known_changes().end(), [&](const Change& c) { return c.name == n; });
@@ -85,12 +114,21 @@ void add_ablate_command(CLI::App& app, Globals& g) {
         }
         if (moved.empty()) continue;
         validate(current);
+        // Keep the parameter count about equal: a change that moves it by more than the
+        // tolerance (GQA drops K/V weights, no biases drops biases) widens or narrows the FFN.
+        const int64_t p = params_of(current.model, vocab);
+        if (!a->no_match && std::llabs(p - start_params) > a->tolerance * start_params) {
+          const int f = match_d_ff(current.model, vocab, start_params);
+          current.model.d_ff = f;
+          moved.push_back(fmt::format("d_ff={}", f));
+          validate(current);
+        }
         current.name = fmt::format("{} +{}", points.size(), n);
         points.push_back({current.name, moved, current});
       }
       // Whatever else differs (sizes, other keys) is reported, not silently dropped.
       for (const auto& f : config_fields())
-        if (f.key.rfind("model.", 0) == 0 && f.get(current) != f.get(to))
+        if (f.key.rfind("model.", 0) == 0 && f.get(current) != f.get(to) && (a->no_match || f.key != "model.d_ff"))
           log::warn("ablate", "{} still differs after all steps ({} vs {}); add it to --set", f.key, f.get(current), f.get(to));
       const auto seeds = parse_seeds(a->seeds, 1, g.seed);
       const std::string out = g.out.empty() ? default_out_dir("ablate") : g.out;

@@ -128,7 +128,13 @@ std::vector<GridPoint> expand(const ExperimentSpec& spec, bool quick) {
     while (true) {
       GridPoint gp;
       gp.name = pname;
-      gp.overrides = pset;
+      std::string base = spec.base;
+      for (const auto& kv : pset) {  // a point's own base config: "base=<path relative to the spec>"
+        if (kv.rfind("base=", 0) == 0)
+          base = (fs::path(spec.path).parent_path() / kv.substr(5)).lexically_normal().string();
+        else
+          gp.overrides.push_back(kv);
+      }
       for (size_t a = 0; a < spec.grid.size(); ++a) {
         const std::string kv = spec.grid[a].first + "=" + spec.grid[a].second[idx[a]];
         gp.overrides.push_back(kv);
@@ -139,7 +145,7 @@ std::vector<GridPoint> expand(const ExperimentSpec& spec, bool quick) {
       all.insert(all.end(), gp.overrides.begin(), gp.overrides.end());
       if (quick) all.insert(all.end(), spec.quick.begin(), spec.quick.end());
       try {
-        gp.config = load_config(spec.base, all);
+        gp.config = load_config(base, all);
       } catch (const InputError& e) {
         throw InputError(fmt::format("{}: point '{}': {}", spec.path, gp.name, e.what()), e.hint());
       }

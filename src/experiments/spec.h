@@ -8,6 +8,7 @@
 //   points:                          # named points, in order (optional)
 //     relu: {model.ffn: relu}
 //     swiglu: {model.ffn: swiglu, model.d_ff: auto}
+//     llama: {base: ../configs/llama.yaml}   # a point may start from its own base config
 //   grid:                            # axes (optional): key -> list of values
 //     train.lr: [0.01, 0.03]
 //   quick: {train.steps: 30}         # --quick: these overrides and the first seed only

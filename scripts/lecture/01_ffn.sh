@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Lecture section 01, FFN: activations and gating (LECTURE.md 01.1-01.4).
+#   scripts/lecture/01_ffn.sh [--quick] [--jobs N] [--out DIR]
+# Tables: activations, ffn_params (probes), ffn_training (relu/gelu/silu/swiglu, 2 seeds,
+# 6 epochs), sparsity (exact zeros and dead neurons per layer, lr 3e-3 / 0.01 / 0.03).
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+lecture_init 01_ffn "$@"
+
+probe activations activations
+probe ffn-params ffn_params
+
+sweep 01_ffn.yaml ffn
+cp "$RUNS/ffn/summary.csv" "$R/ffn_training.csv"
+cp "$RUNS/ffn/summary.md" "$R/ffn_training.md"
+
+sweep 01_sparsity.yaml sparsity_lr
+# Sparsity of every trained FFN: the 01.3 runs (lr 3e-3) and the higher-lr ReLU runs.
+echo "point,lr,seed,layer,ffn,zero_fraction,dead_neurons,dead_fraction" > "$R/sparsity.csv"
+for run in "$RUNS"/ffn/runs/*/seed* "$RUNS"/sparsity_lr/runs/*/seed*; do
+  point="$(basename "$(dirname "$run")" | sed -E 's/^[0-9]+-//; s/-s[0-9]+$//')"
+  seed="${run##*/seed}"
+  lr="$(awk '/^  lr:/ {print $2}' "$run/config.yaml")"
+  "$LMX" -q probe sparsity "$run/model.safetensors" --csv "$RUNS/sparsity.tmp.csv" > /dev/null
+  awk -F, -v p="$point" -v lr="$lr" -v s="$seed" 'NR > 1 { print p "," lr "," s "," $1 "," $2 "," $5 "," $6 "," $7 }' \
+    "$RUNS/sparsity.tmp.csv" >> "$R/sparsity.csv"
+done
+# Mean over seeds per point and layer.
+awk -F, 'NR > 1 { k = $1 "," $2 "," $4; n[k]++; z[k] += $6; d[k] += $7; f[k] += $8; if (!(k in o)) { o[k] = ++m; key[m] = k } }
+         END { print "point,lr,layer,seeds,zero_fraction,dead_neurons,dead_fraction"
+               for (i = 1; i <= m; i++) { k = key[i]; printf "%s,%d,%.4f,%.1f,%.4f\n", k, n[k], z[k]/n[k], d[k]/n[k], f[k]/n[k] } }' \
+  "$R/sparsity.csv" > "$R/sparsity_mean.csv"
+csv_md "$R/sparsity_mean.csv" > "$R/sparsity.md"
+
+lecture_done

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Lecture section 04, positions (LECTURE.md 04.1-04.5).
+#   scripts/lecture/04_position.sh [--quick] [--jobs N] [--out DIR]
+# Tables: rope_relative, rope_decay (figure rope_decay.png), t5_buckets, rope_layout,
+# extrapolation (packed training at length 64 for 600 steps, test at 512: NLL by
+# position range for six encodings, 2 seeds; figure nll_by_position.png).
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+lecture_init 04_position "$@"
+
+probe rope-relative rope_relative
+probe rope-decay rope_decay
+probe t5-buckets t5_buckets
+probe rope-layout rope_layout
+
+# RoPE decay: rope_decay.csv columns distance, score, ...
+plot_png "$R/rope_decay.png" "RoPE long-range decay: q = k = all-ones, d = 64" <<EOP
+set xlabel 'relative distance'
+set ylabel 'score q.R(m-n)k'
+set logscale x
+plot '$R/rope_decay.csv' every ::1 using (\$1 > 0 ? \$1 : 0.5):2 with linespoints lw 2 title 'RoPE score'
+EOP
+
+# Length extrapolation: one lmx process per seed, side by side.
+steps=600 test_len=512 seeds="0 1"
+((QUICK)) && steps=20 test_len=128 seeds="0"
+pids=()
+for seed in $seeds; do
+  args=(-q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" --train-len 64 --test-len "$test_len"
+        --steps "$steps" --seeds "$seed" "${TINY[@]}")
+  ((QUICK)) && args+=(--set train.eval_every=0)
+  "$LMX" "${args[@]}" --out "$RUNS/extrapolate-s$seed" > /dev/null &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+first=1
+for seed in $seeds; do
+  if ((first)); then cat "$RUNS/extrapolate-s$seed/by_position.csv"; else tail -n +2 "$RUNS/extrapolate-s$seed/by_position.csv"; fi
+  first=0
+done > "$R/extrapolation.csv"
+# Mean over seeds per encoding and range (columns: position, seed, range, tokens, nll, true_nll, gap).
+awk -F, 'NR > 1 { k = $1 "," $3; n[k]++; s[k] += $5; s2[k] += $5 * $5; t[k] = $6; if (!(k in o)) { o[k] = ++m; key[m] = k } }
+         END { print "position,range,seeds,nll_mean,nll_std,true_nll"
+               for (i = 1; i <= m; i++) { k = key[i]; mu = s[k] / n[k]; v = n[k] > 1 ? (s2[k] - n[k] * mu * mu) / (n[k] - 1) : 0
+                 printf "%s,%d,%.4f,%.4f,%.4f\n", k, n[k], mu, sqrt(v > 0 ? v : 0), t[k] } }' \
+  "$R/extrapolation.csv" > "$R/extrapolation_mean.csv"
+csv_md "$R/extrapolation_mean.csv" > "$R/extrapolation.md"
+
+# Figure: mean NLL per range, one line per encoding, the true NLL dashed.
+{
+  echo "set xlabel 'position range'"
+  echo "set ylabel 'mean NLL (nats)'"
+  echo "set logscale y"
+  echo "set xtics rotate by -30"
+  printf "plot "
+  for p in learned sinusoidal none t5_bias rope alibi; do
+    printf "'%s' every ::1 using (strcol(1) eq '%s' ? \$4 : 1/0):xtic(2) with linespoints lw 2 title '%s', " \
+      "$R/extrapolation_mean.csv" "$p" "$p"
+  done
+  printf "'%s' every ::1 using (strcol(1) eq 'rope' ? \$6 : 1/0):xtic(2) with lines dt 2 lc rgb 'black' title 'true distribution'\n" \
+    "$R/extrapolation_mean.csv"
+} | plot_png "$R/nll_by_position.png" "Length extrapolation: trained at 64, tested at $test_len"
+
+lecture_done

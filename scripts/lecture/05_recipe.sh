@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Lecture section 05, the modern recipe (LECTURE.md 05.1-05.3).
+#   scripts/lecture/05_recipe.sh [--quick] [--jobs N] [--out DIR]
+# Tables: ablation (original -> Llama-style one change at a time, seed 0: parameters,
+# test perplexity, far-pronoun accuracy), recipes (both end points, 3 seeds), stability
+# (6 layers, lr 5e-3, no warm-up, no clipping: train loss at start and end, best val ppl;
+# figure stability_curves.png), kv_per_token (both recipes).
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+lecture_init 05_recipe "$@"
+
+ablate=(-q ablate --one-at-a-time --seeds 0 --jobs "$JOBS" --out "$RUNS/ablation")
+((QUICK)) && ablate+=(--set train.steps=30 --set train.eval_every=0 "${TINY[@]}")
+"$LMX" "${ablate[@]}" > /dev/null
+cp "$RUNS/ablation/ablation.csv" "$R/ablation.csv"
+cp "$RUNS/ablation/ablation.md" "$R/ablation.md"
+
+sweep 05_recipes.yaml recipes
+cp "$RUNS/recipes/summary.csv" "$R/recipes.csv"
+cp "$RUNS/recipes/summary.md" "$R/recipes.md"
+# KV cache per token for both recipes (one row each, from the first seed's row; bytes: all layers, BF16).
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
+                   print "recipe,params,kv_numbers_per_token_per_layer,kv_bytes_per_token_bf16"; next }
+         !($1 in seen) && $2 ~ /^[0-9]+$/ { seen[$1] = 1
+           print $1 "," $c["params"] "," $c["kv_numbers_per_token_per_layer"] "," $c["kv_bytes_per_token_bf16"] }' \
+  "$R/recipes.csv" > "$R/kv_per_token.csv"
+
+sweep 05_stability.yaml stability
+cp "$RUNS/stability/summary.csv" "$R/stability_summary.csv"
+# Train loss at the first and the last step of each run (metrics.csv: step, epoch, train_loss, ...).
+echo "recipe,seed,first_train_loss,last_train_loss,best_val_ppl,status" > "$R/stability.csv"
+for run in "$RUNS"/stability/runs/*/seed*; do
+  point="$(basename "$(dirname "$run")" | sed -E 's/^[0-9]+-//; s/-s[0-9]+$//')"
+  seed="${run##*/seed}"
+  best="$(awk -F, -v p="$point" -v s="$seed" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                                               $1 == p && $2 == s { print $c["best_val_ppl"] "," $c["status"] }' "$R/stability_summary.csv")"
+  awk -F, -v p="$point" -v s="$seed" -v b="$best" 'NR == 2 { first = $3 } NR > 1 { last = $3 }
+                                                   END { print p "," s "," first "," last "," b }' "$run/metrics.csv" >> "$R/stability.csv"
+done
+csv_md "$R/stability.csv" > "$R/stability.md"
+{
+  echo "set xlabel 'step'"
+  echo "set ylabel 'train loss'"
+  printf "plot "
+  sep=""
+  for run in "$RUNS"/stability/runs/*/seed*; do
+    point="$(basename "$(dirname "$run")" | sed -E 's/^[0-9]+-//')"
+    printf "%s'%s' every ::1 using 1:3 with lines title '%s'" "$sep" "$run/metrics.csv" "$point"
+    sep=", "
+  done
+  echo
+} | plot_png "$R/stability_curves.png" "Stability: 6 layers, lr 5e-3, no warm-up, no clipping"
+
+lecture_done

@@ -1,0 +1,105 @@
+# Shared by scripts/lecture/NN_*.sh (sourced, not run). Each section script calls
+#   lecture_init <section> "$@"
+# which parses the common options, builds lmx when needed and sets:
+#   LMX      the binary            R     results/<section> (tables and figures)
+#   RUNS     raw run outputs (runs/lecture/<section>, not committed)
+#   QUICK    1 with --quick        JOBS  runs at once (--jobs, default: the number of cores)
+#   TINY     --set overrides that shrink the data in --quick mode (for verbs without a spec)
+# Options: --quick (tiny steps, 1 seed: a smoke test), --jobs N, --out DIR (results root;
+# default results/, or runs/lecture-quick/results with --quick).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+LMX="$ROOT/build/lmx"
+
+lecture_init() {
+  SECTION="$1"
+  shift
+  QUICK=0
+  JOBS="$(nproc)"
+  local out=""
+  while (($#)); do
+    case "$1" in
+      --quick) QUICK=1 ;;
+      --jobs) JOBS="$2"; shift ;;
+      --out) out="$2"; shift ;;
+      -h | --help)
+        sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'
+        exit 0 ;;
+      *) echo "$(basename "$0"): unknown option '$1' (valid: --quick, --jobs N, --out DIR)" >&2; exit 2 ;;
+    esac
+    shift
+  done
+  local runs_root="$ROOT/runs/lecture"
+  if ((QUICK)); then
+    runs_root="$ROOT/runs/lecture-quick"
+    out="${out:-$runs_root/results}"
+  fi
+  out="${out:-$ROOT/results}"
+  R="$out/$SECTION"
+  RUNS="$runs_root/$SECTION"
+  TINY=()
+  SWEEP=(--jobs "$JOBS")
+  if ((QUICK)); then
+    TINY=(--set data.train_docs=500 --set data.val_docs=100 --set data.test_docs=100)
+    SWEEP+=(--quick)
+  fi
+  # Build (or rebuild after source changes) through the launcher; then call the binary.
+  "$ROOT/lmx" --version > /dev/null
+  rm -rf "$RUNS" "$R"
+  mkdir -p "$RUNS" "$R"
+  SECONDS=0
+  echo "== $SECTION: results in $R, runs in $RUNS$( ((QUICK)) && echo ' (quick)')" >&2
+}
+
+# lecture_done: records the section's wall time and machine next to its tables.
+lecture_done() {
+  {
+    echo "section: $SECTION"
+    echo "mode: $( ((QUICK)) && echo quick || echo full)"
+    echo "wall_s: $SECONDS"
+    echo "jobs: $JOBS"
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+    echo "lmx: $("$LMX" --version | head -1)"
+    echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  } > "$R/wall_time.txt"
+  echo "== $SECTION done in ${SECONDS}s" >&2
+}
+
+# probe NAME FILE_STEM [options...]: Markdown to FILE_STEM.md, CSV to FILE_STEM.csv (+ extra tables).
+probe() {
+  local name="$1" stem="$2"
+  shift 2
+  "$LMX" -q probe "$name" "$@" --csv "$R/$stem.csv" > "$R/$stem.md"
+}
+
+# sweep SPEC DIR [options...]: runs an experiment spec into $RUNS/DIR.
+sweep() {
+  local spec="$1" dir="$2"
+  shift 2
+  "$LMX" -q sweep "$ROOT/experiments/$spec" "${SWEEP[@]}" --out "$RUNS/$dir" "$@" > /dev/null
+}
+
+# csv_md FILE: a CSV without quoted fields as a Markdown table.
+csv_md() {
+  awk -F, 'NR == 1 { n = NF; line = "|"; sep = "|"
+                     for (i = 1; i <= NF; i++) { line = line " " $i " |"; sep = sep "---|" }
+                     print line; print sep; next }
+           { line = "|"; for (i = 1; i <= n; i++) line = line " " $i " |"; print line }' "$1"
+}
+
+# plot_png FILE TITLE: reads a gnuplot body on stdin and writes a PNG figure.
+plot_png() {
+  local file="$1" title="$2"
+  {
+    echo "set terminal pngcairo size 900,560 font 'sans,11'"
+    echo "set output '$file'"
+    echo "set title '$title'"
+    echo "set datafile separator ','"
+    echo "set key outside right"
+    echo "set grid"
+    echo "set termoption noenhanced"
+    cat
+  } | gnuplot
+}
