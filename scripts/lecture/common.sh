@@ -10,7 +10,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-LMX="$ROOT/build/lmx"
+LMX="${LMX_BIN:-$ROOT/build/lmx}"  # LMX_BIN: use this binary as it is (no rebuild)
 
 lecture_init() {
   SECTION="$1"
@@ -45,7 +45,7 @@ lecture_init() {
     SWEEP+=(--quick)
   fi
   # Build (or rebuild after source changes) through the launcher; then call the binary.
-  "$ROOT/lmx" --version > /dev/null
+  [[ -n "${LMX_BIN:-}" ]] || "$ROOT/lmx" --version > /dev/null
   rm -rf "$RUNS" "$R"
   mkdir -p "$RUNS" "$R"
   SECONDS=0
