@@ -179,8 +179,8 @@ int run_bench(const Globals& g, const BenchArgs& a) {
            "gflop_per_step", "gflops", "peak_gflops", "mfu", "peak_rss_mib", "decode_len", "decode_kv_tok_s",
            "decode_recompute_tok_s", "kv_speedup", "final_loss"},
           {}};
-  t.add({cfg.name, std::to_string(g.threads > 0 ? g.threads : runtime::default_threads()),
-         std::to_string(runtime::threads()), std::to_string(runtime::blas_threads()), std::to_string(B), std::to_string(T), std::to_string(V),
+  t.add({cfg.name, std::to_string(runtime::threads()), std::to_string(runtime::torch_threads()),
+         std::to_string(runtime::blas_threads()), std::to_string(B), std::to_string(T), std::to_string(V),
          std::to_string(count_parameters(model)), std::to_string(a.steps), fmt::format("{:.3f}", ms),
          fmt::format("{:.0f}", ms > 0 ? B * T / (ms / 1e3) : 0), fmt::format("{:.4f}", step_flops / 1e9),
          fmt::format("{:.1f}", achieved), fmt::format("{:.1f}", peak), fmt::format("{:.3f}", achieved / peak),

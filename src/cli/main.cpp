@@ -26,7 +26,8 @@ void print_version() {
             << fmt::format("LibTorch {}\n", TORCH_VERSION)
             << fmt::format("BLAS {}{}\n", blas.library,
                            blas.openblas ? " (OpenBLAS " + blas.config + ")" : " (not OpenBLAS: slow reference BLAS?)")
-            << fmt::format("threads {}\n", lmx::runtime::threads())
+            << fmt::format("threads {} (LibTorch {}, OpenBLAS {})\n", lmx::runtime::threads(),
+                           lmx::runtime::torch_threads(), lmx::runtime::blas_threads())
             << fmt::format("CUDA {}\n", lmx::runtime::cuda_available() ? "available" : "not available");
 }
 

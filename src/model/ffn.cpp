@@ -49,7 +49,10 @@ PlainFfnImpl::PlainFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), 
 }
 
 torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
-  auto h = activate(act_, up_proj(x), beta_);  // (B, T, F)
+  // ReLU in place on the projection's output (a temporary the linear's backward does not
+  // keep): one (B, T, F) tensor less to allocate and write.
+  auto h = up_proj(x);  // (B, T, F)
+  h = act_ == Activation::Relu ? h.relu_() : activate(act_, h, beta_);
   if (keep_hidden) last_hidden = h.detach();
   return down_proj(h);  // (B, T, C)
 }

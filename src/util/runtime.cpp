@@ -47,6 +47,7 @@ BlasInfo blas_info() {
 
 namespace {
 int g_blas_threads = 1;
+int g_threads = 1;
 
 // LMX_BLAS_THREADS / LMX_TORCH_THREADS override the split (for measuring it).
 int env_int(const char* name, int fallback) {
@@ -64,19 +65,27 @@ int env_int(const char* name, int fallback) {
 void set_threads(int n) {
   if (n < 1) throw InputError("--threads must be at least 1, got " + std::to_string(n));
   const ThreadSplit split = thread_split(n);
+  g_threads = n;
   at::set_num_threads(split.torch_threads);
   g_blas_threads = split.blas_threads;
   if (auto set_blas = blas_symbol<SetThreadsFn>("openblas_set_num_threads")) set_blas(split.blas_threads);
 }
 
+// OpenMP (LibTorch) workers spin after every parallel region while OpenBLAS's own workers run
+// the next sgemm, so n LibTorch threads + n OpenBLAS threads oversubscribe n cores (on the
+// 2-core machine of docs/PERFORMANCE.md, busy with other jobs, a textbook step took 390 ms
+// with 2 + 2, 157 ms with 2 + 1 and 53 ms with 1 + 2). At
+// n <= 2 the matmuls, most of a small model's step, get the n threads and LibTorch's
+// element-wise ops run on the calling thread; beyond 2 cores both get n (not measured here).
 ThreadSplit thread_split(int n) {
   ThreadSplit s;
-  s.torch_threads = env_int("LMX_TORCH_THREADS", n);
+  s.torch_threads = env_int("LMX_TORCH_THREADS", n <= 2 ? 1 : n);
   s.blas_threads = env_int("LMX_BLAS_THREADS", n);
   return s;
 }
 
-int threads() { return at::get_num_threads(); }
+int threads() { return g_threads; }
+int torch_threads() { return at::get_num_threads(); }
 int blas_threads() { return g_blas_threads; }
 
 int default_threads() { return 1; }

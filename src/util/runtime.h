@@ -15,7 +15,8 @@ BlasInfo blas_info();
 // Sets LibTorch intra-op threads and OpenBLAS threads together (no oversubscription): n
 // threads are split as thread_split(n) says.
 void set_threads(int n);
-int threads();        // LibTorch intra-op threads
+int threads();        // n, as last set
+int torch_threads();  // LibTorch intra-op threads (at::get_num_threads)
 int blas_threads();   // OpenBLAS threads (as last set)
 
 struct ThreadSplit {
