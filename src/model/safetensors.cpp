@@ -104,7 +104,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (number overflow), ...
     throw bad(fmt::format("JSON header (bytes 8..{}) does not parse: {}", 8 + header_len, e.what()));
   }
   if (!header.is_object()) throw bad("JSON header is not an object");
