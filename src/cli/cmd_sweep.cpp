@@ -23,6 +23,7 @@ void add_sweep_command(CLI::App& app, Globals& g) {
     std::vector<std::string> sets;
     int jobs = 1;
     bool quick = false;
+    std::string resume;
   };
   auto a = std::make_shared<Args>();
   auto* sweep = app.add_subcommand("sweep", "Run an experiment spec's grid × seeds; one summary with mean ± std per point");
@@ -30,6 +31,8 @@ void add_sweep_command(CLI::App& app, Globals& g) {
   sweep->add_option("--set", a->sets, "override: key=value, or a grid axis key=a,b,c (repeatable)");
   sweep->add_option("--seeds", a->seeds, "comma-separated seeds (replaces the spec's)");
   sweep->add_option("--jobs", a->jobs, "runs at once (each gets cores/jobs threads unless --threads)")->check(CLI::PositiveNumber);
+  sweep->add_option("--resume", a->resume,
+                    "continue the interrupted sweep in this directory: finished runs are kept, interrupted ones resumed");
   sweep->add_flag("--quick", a->quick, "the spec's quick overrides and its first seed only (smoke test)");
   sweep->callback([&g, a] {
     g.run = [&g, a] {
@@ -38,10 +41,24 @@ void add_sweep_command(CLI::App& app, Globals& g) {
       if (!a->seeds.empty()) spec.seeds = parse_seeds(a->seeds);
       if (a->quick) spec.seeds.resize(1);
       const auto points = expand(spec, a->quick);  // every config validated before any run
-      const std::string out = g.out.empty() ? default_out_dir(fs::path(a->spec).stem().string()) : g.out;
-      prepare_out_dir(out);
+      const bool resume = !a->resume.empty();
+      if (resume && !g.out.empty() && fs::path(g.out) != fs::path(a->resume))
+        throw InputError("--resume DIR and --out name different directories", "give only --resume DIR");
+      const std::string out =
+          resume ? a->resume : g.out.empty() ? default_out_dir(fs::path(a->spec).stem().string()) : g.out;
+      if (resume) {
+        if (!fs::is_directory(fs::path(out) / "runs"))
+          throw InputError(fmt::format("{}: not an lmx sweep output directory (no runs/)", out),
+                           "give the --out directory of the interrupted sweep");
+        check_writable(out);
+      } else {
+        prepare_out_dir(out);
+      }
       signals::install();
-      SweepResult r = run_sweep(points, spec.seeds, {out, a->jobs, g.threads, g.quiet});
+      SweepOptions so{out, a->jobs, g.threads, g.quiet};
+      so.resume = resume;
+      SweepResult r = run_sweep(points, spec.seeds, so);
+      if (resume) log::info("sweep", "resume: {} finished run(s) kept, {} continued", r.skipped, r.resumed);
       if (!r.seeds.header.empty()) {
         write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(r.seeds).csv());
         const std::string md = summary_markdown(r.seeds);
@@ -49,7 +66,10 @@ void add_sweep_command(CLI::App& app, Globals& g) {
         std::cout << md;
       }
       log::info("sweep", "results in {}", out);
-      if (r.interrupted) return 130;
+      if (r.interrupted) {
+        log::warn("sweep", "interrupted: continue with  lmx sweep {} --resume {}", a->spec, out);
+        return 130;
+      }
       if (r.failed) {
         log::warn("sweep", "{} run(s) failed; their logs are under {}/logs", r.failed, out);
         return 1;

@@ -5,6 +5,8 @@
 
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <iostream>
 #include <sstream>
 
@@ -14,8 +16,10 @@
 #include "data/baselines.h"
 #include "data/corpus.h"
 #include "model/checkpoint.h"
+#include "model/memory.h"
 #include "train/evaluate.h"
 #include "train/summary.h"
+#include "train/train_state.h"
 #include "train/trainer.h"
 #include "util/csv.h"
 #include "util/error.h"
@@ -30,6 +34,61 @@ namespace {
 
 std::string num(double v, int d = 4) { return std::isnan(v) ? "" : fmt::format("{:.{}f}", v, d); }
 
+// train.json in a train output directory: what `lmx train --resume` needs to continue it.
+struct TrainInvocation {
+  Config config;  // as loaded (vocab_size may be auto)
+  std::vector<uint64_t> seeds;
+};
+
+void write_invocation(const std::string& out, const TrainInvocation& inv) {
+  nlohmann::ordered_json j;
+  j["name"] = inv.config.name;
+  j["source"] = inv.config.source;
+  j["seeds"] = inv.seeds;
+  j["threads"] = torch::get_num_threads();
+  j["config"] = to_yaml(inv.config);
+  write_file_atomic((fs::path(out) / "train.json").string(), j.dump(2) + "\n");
+}
+
+TrainInvocation read_invocation(const std::string& out) {
+  const std::string path = (fs::path(out) / "train.json").string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError(fmt::format("{}: cannot read: not an lmx train output directory", path),
+                     "give the directory `lmx train` wrote (the one holding seed<k>/ and train.json)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  TrainInvocation inv;
+  try {
+    auto j = nlohmann::json::parse(ss.str());
+    inv.config = parse_config(j.at("config").get<std::string>(), path + " (config)");
+    inv.config.name = j.at("name").get<std::string>();
+    inv.config.source = j.at("source").get<std::string>();
+    inv.seeds = j.at("seeds").get<std::vector<uint64_t>>();
+    const int threads = j.at("threads").get<int>();
+    if (threads != torch::get_num_threads())
+      log::warn("train", "{}: the run used --threads {}, now {}: resumed results may differ in the last bits", path,
+                threads, torch::get_num_threads());
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()), "the file is written by lmx train; do not edit it");
+  }
+  if (inv.seeds.empty()) throw InputError(fmt::format("{}: no seeds", path));
+  return inv;
+}
+
+// The status in a checkpoint's metadata ("" when there is no readable checkpoint).
+std::string checkpoint_status(const std::string& path) {
+  if (!fs::exists(path)) return "";
+  try {
+    Checkpoint ck = read_checkpoint(path);
+    auto it = ck.metadata.find("status");
+    return it == ck.metadata.end() ? "" : it->second;
+  } catch (const InputError& e) {
+    log::warn("train", "{}; the seed starts again", e.what());
+    return "";
+  }
+}
+
 }  // namespace
 
 void add_train_commands(CLI::App& app, Globals& g) {
@@ -39,42 +98,88 @@ void add_train_commands(CLI::App& app, Globals& g) {
     std::string seeds;
     int n_seeds = 1;
     std::vector<std::string> sets;
+    std::string resume;
+    bool no_memory_check = false;
   };
   auto ta = std::make_shared<TrainArgs>();
   auto* train = app.add_subcommand("train", "Train a config with one or more seeds; writes metrics, checkpoints, summary.csv");
-  train->add_option("config", ta->config, "config file (YAML)")->required();
+  train->add_option("config", ta->config, "config file (YAML)");
   train->add_option("--seeds", ta->seeds, "comma-separated seeds, e.g. 0,1,2 (each: init and data order)");
   train->add_option("--n-seeds", ta->n_seeds, "run seeds seed..seed+N-1 (default 1)")->check(CLI::PositiveNumber);
   train->add_option("--set", ta->sets, "override a field: section.key=value (repeatable)");
+  train->add_option("--resume", ta->resume,
+                    "continue an interrupted `lmx train` in this output directory (finished seeds are kept)");
+  train->add_flag("--no-memory-check", ta->no_memory_check, "train even when the memory estimate exceeds MemAvailable");
   train->callback([&g, ta] {
     g.run = [&g, ta] {
-      Config cfg = load_config(ta->config, ta->sets);
+      Config cfg;
+      std::vector<uint64_t> seeds;
+      std::string out;
+      const bool resume = !ta->resume.empty();
+      if (resume) {
+        if (!ta->config.empty() || !ta->sets.empty() || !ta->seeds.empty())
+          throw InputError("--resume takes no config, --set or --seeds: the run continues with its own",
+                           "lmx train --resume RUN_DIR");
+        out = ta->resume;
+        TrainInvocation inv = read_invocation(out);
+        cfg = inv.config;
+        seeds = inv.seeds;
+      } else {
+        if (ta->config.empty()) throw InputError("train needs a config file (or --resume RUN_DIR)", "lmx train configs/textbook.yaml");
+        cfg = load_config(ta->config, ta->sets);
+        seeds = parse_seeds(ta->seeds, ta->n_seeds, g.seed);
+        out = g.out.empty() ? default_out_dir(cfg.name) : g.out;
+      }
       if (g.device_given) cfg.train.device = g.device;
-      auto seeds = parse_seeds(ta->seeds, ta->n_seeds, g.seed);
-      std::string out = g.out.empty() ? default_out_dir(cfg.name) : g.out;
-      prepare_out_dir(out);
-      log::info("train", "{} -> {} (seeds {})", cfg.source, out, fmt::join(seeds, ","));
       data::Corpus corpus = data::load_corpus(cfg.data);
+      const Config resolved = resolve_for_corpus(cfg, corpus);
+      // Resource guard and output checks, before any model is allocated.
+      if (!ta->no_memory_check) check_training_memory(resolved, available_memory_bytes());
+      if (resume) check_writable(out);
+      else prepare_out_dir(out);
+      const double ckpt_bytes = 16.0 * static_cast<double>(estimate_training_memory(resolved).params);
+      check_free_space(out, 2 * ckpt_bytes + 4e6, "checkpoints (weights and AdamW state, written atomically)");
+      if (!resume) write_invocation(out, {cfg, seeds});
+      log::info("train", "{} -> {} (seeds {}{})", cfg.source, out, fmt::join(seeds, ","), resume ? ", resuming" : "");
       const double unigram_test = data::split_stats(corpus, data::Split::Test).unigram_ppl();
       signals::install();
       const bool tty = isatty(STDERR_FILENO) && !log::quiet();
-      std::vector<SummaryRow> rows;
+      Table rows;
       int code = 0;
       for (uint64_t seed : seeds) {
-        std::string run_dir = (fs::path(out) / fmt::format("seed{}", seed)).string();
+        const fs::path run_dir = fs::path(out) / fmt::format("seed{}", seed);
+        const std::string result_csv = (run_dir / "result.csv").string();
+        RunOptions ro{seed, run_dir.string(), tty};
+        ro.check_memory = !ta->no_memory_check;
+        if (resume) {
+          const std::string status = checkpoint_status((run_dir / "model.safetensors").string());
+          if (!resumable_status(status) && !status.empty() && fs::exists(result_csv)) {
+            Table done = read_seed_rows(result_csv);
+            if (rows.header.empty()) rows.header = done.header;
+            for (auto& r : done.rows) rows.add(r);
+            log::info("train", "seed {}: finished before ({}), kept", seed, status);
+            continue;
+          }
+          ro.resume = resumable_status(status);
+        }
         fs::create_directories(run_dir);
-        RunResult r = train_run(cfg, corpus, RunOptions{seed, run_dir, tty});
+        RunResult r = train_run(cfg, corpus, ro);
         r.unigram_test_ppl = unigram_test;
-        rows.push_back({cfg.name, resolve_for_corpus(cfg, corpus), r});
-        write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(seed_rows(rows)).csv());
+        Table one = seed_rows({{cfg.name, resolved, r}});
+        write_file_atomic(result_csv, one.csv());
+        if (rows.header.empty()) rows.header = one.header;
+        rows.add(one.rows.at(0));
+        write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(rows).csv());
         if (r.status == "interrupted") {
           code = 130;
           break;
         }
       }
-      std::string md = summary_markdown(seed_rows(rows));
+      write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(rows).csv());
+      std::string md = summary_markdown(rows);
       write_file_atomic((fs::path(out) / "summary.md").string(), md);
       std::cout << md;
+      if (code == 130) log::warn("train", "interrupted: continue with  lmx train --resume {}", out);
       log::info("train", "results in {}", out);
       return code;
     };

@@ -58,15 +58,39 @@ std::string default_out_dir(const std::string& name) {
   return (fs::path("runs") / name / buf).string();
 }
 
+void check_writable(const std::string& dir) {
+  const fs::path probe = fs::path(dir) / ".lmx-write-check";
+  try {
+    write_file_atomic(probe.string(), "ok\n");
+  } catch (const Error& e) {
+    throw InputError(fmt::format("{}: output directory is not writable ({})", dir, e.what()),
+                     "choose another --out or fix its permissions / free space");
+  }
+  std::error_code ec;
+  fs::remove(probe, ec);
+}
+
+void check_free_space(const std::string& dir, double needed_bytes, const std::string& what) {
+  std::error_code ec;
+  const auto info = fs::space(dir, ec);
+  if (ec) return;  // unknown: the atomic writes still report a full disk
+  const double free = static_cast<double>(info.available);
+  if (free >= needed_bytes) return;
+  throw InputError(fmt::format("{}: {} need about {:.1f} MiB but only {:.1f} MiB are free", dir, what,
+                               needed_bytes / (1024.0 * 1024), free / (1024.0 * 1024)),
+                   "free some disk space or choose another --out");
+}
+
 void prepare_out_dir(const std::string& dir) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
     throw InputError(fmt::format("{}: output directory exists and is not empty", dir),
-                     "choose another --out or remove it");
+                     "choose another --out or remove it (an interrupted run continues with --resume)");
   fs::create_directories(dir, ec);
-  if (ec) throw RuntimeError(fmt::format("cannot create {}: {}", dir, ec.message()));
-  write_file_atomic((fs::path(dir) / ".lmx-write-check").string(), "ok\n");
-  fs::remove(fs::path(dir) / ".lmx-write-check", ec);
+  if (ec)
+    throw InputError(fmt::format("{}: cannot create the output directory: {}", dir, ec.message()),
+                     "choose another --out or fix its permissions");
+  check_writable(dir);
 }
 
 }  // namespace lmx::cli

@@ -18,8 +18,14 @@ std::vector<uint64_t> parse_seeds(const std::string& list, int n_seeds = 1, long
 // runs/<name>/<YYYYmmdd-HHMMSS>
 std::string default_out_dir(const std::string& name);
 
-// Creates a fresh, writable output directory; refuses a non-empty one (InputError, exit 2)
-// and an unwritable one (RuntimeError) before any work starts.
+// Creates a fresh, writable output directory; refuses a non-empty one and an unwritable one
+// (InputError, exit 2) before any work starts.
 void prepare_out_dir(const std::string& dir);
+
+// InputError (exit 2) when a file cannot be created in dir (permissions, read-only, full).
+void check_writable(const std::string& dir);
+
+// InputError (exit 2) when the file system of dir has less than needed_bytes free.
+void check_free_space(const std::string& dir, double needed_bytes, const std::string& what);
 
 }  // namespace lmx::cli

@@ -15,18 +15,24 @@ struct SweepOptions {
   int jobs = 1;           // runs at once
   int threads = 0;        // per run; 0 = cores / jobs
   bool quiet = false;
+  bool resume = false;    // out holds an interrupted sweep of the same spec: skip finished runs,
+                          // resume interrupted ones (lmx train --resume), start the others
 };
 
 struct SweepResult {
   Table seeds;            // per-seed rows of every run
   int failed = 0;         // runs whose process failed (not diverged: those are results)
   bool interrupted = false;
+  int skipped = 0;        // finished runs kept (resume)
+  int resumed = 0;        // interrupted runs continued (resume)
 };
 
 SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<uint64_t>& seeds,
                       const SweepOptions& opt);
 
-// Spawns this binary with args; stdout and stderr go to log_path. Returns the child's pid.
-int spawn_self(const std::vector<std::string>& args, const std::string& log_path);
+// Spawns this binary with args in its own process group (a terminal's Ctrl-C reaches only
+// the parent, which forwards it once: see util/signals); stdout and stderr go to log_path
+// (appended when append). Returns the child's pid.
+int spawn_self(const std::vector<std::string>& args, const std::string& log_path, bool append = false);
 
 }  // namespace lmx

@@ -8,10 +8,14 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 
 #include "data/batch.h"
 #include "model/checkpoint.h"
+#include "model/memory.h"
 #include "train/schedule.h"
+#include "train/train_state.h"
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -86,8 +90,18 @@ double peak_rss_mib() {
 }
 
 double clip_gradients(ModernLM& model, double max_norm) {
-  return torch::nn::utils::clip_grad_norm_(
-      model->parameters(), max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity());
+  try {
+    // error_if_nonfinite: a NaN/inf norm must not be spread into every gradient by the
+    // scaling, so that the divergence report can name the parameter where it started.
+    return torch::nn::utils::clip_grad_norm_(
+        model->parameters(), max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity(), 2.0,
+        /*error_if_nonfinite=*/true);
+  } catch (const c10::Error&) {
+    double ss = 0;
+    for (const auto& p : model->parameters())
+      if (p.grad().defined()) ss += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
+    return std::isfinite(ss) ? std::nan("") : std::sqrt(ss);  // NaN or inf, gradients untouched
+  }
 }
 
 int64_t count_parameters(const ModernLM& model) {
@@ -106,6 +120,47 @@ Config resolve_for_corpus(Config cfg, const data::Corpus& corpus) {
   return cfg;
 }
 
+namespace {
+
+// metrics.csv of a resumed run: the header and the rows of the steps the checkpoint holds
+// (a run killed after a periodic checkpoint may have logged later steps), written atomically.
+void truncate_metrics(const std::string& path, int64_t steps) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read the metrics of the run to resume", path));
+  std::string line, kept;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (header) {
+      kept += line + "\n";
+      header = false;
+      continue;
+    }
+    const std::string first = line.substr(0, line.find(','));
+    char* end = nullptr;
+    const long long step = std::strtoll(first.c_str(), &end, 10);
+    if (first.empty() || *end != '\0') continue;  // a half-written last line
+    if (step <= steps && step >= 0) kept += line + "\n";
+  }
+  write_file_atomic(path, kept);
+}
+
+// The module a parameter belongs to, at block-component level:
+// "model.layers.1.mlp.down_proj.weight" -> "model.layers.1.mlp",
+// "model.layers.0.input_layernorm.weight" -> "model.layers.0.input_layernorm",
+// "model.embed_tokens.weight" -> "model.embed_tokens", "lm_head.weight" -> "lm_head".
+std::string parameter_group(const std::string& name) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t dot; (dot = name.find('.', start)) != std::string::npos; start = dot + 1)
+    parts.push_back(name.substr(start, dot - start));
+  parts.push_back(name.substr(start));
+  if (parts.size() > 1) parts.pop_back();                                  // weight / bias
+  if (parts.size() >= 5 && parts[0] == "model" && parts[1] == "layers") parts.resize(4);  // ... .mlp
+  return fmt::format("{}", fmt::join(parts, "."));
+}
+
+}  // namespace
+
 RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunOptions& opt) {
   namespace fs = std::filesystem;
   const Config cfg = resolve_for_corpus(cfg_in, corpus);
@@ -113,7 +168,10 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   const auto t_start = Clock::now();
   RunResult res;
   res.seed = opt.seed;
+  const std::string ckpt_path = (fs::path(opt.run_dir) / "model.safetensors").string();
+  const std::string metrics_path = (fs::path(opt.run_dir) / "metrics.csv").string();
 
+  if (opt.check_memory) check_training_memory(cfg, available_memory_bytes());  // before allocating
   torch::manual_seed(opt.seed);
   ModernLM model(cfg.model);
   if (!opt.init_from.empty()) load_weights(*model, read_checkpoint(opt.init_from));
@@ -127,9 +185,42 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   const int64_t per_epoch = std::max<int64_t>(1, batcher.batches_per_epoch());
   const int64_t total = t.steps > 0 ? t.steps : t.epochs * per_epoch;
 
+  TrainState state;
+  state.threads = torch::get_num_threads();
+  if (opt.resume) {
+    // Weights, AdamW moments and steps, RNG and progress from the interrupted run's checkpoint.
+    Checkpoint ck = read_checkpoint(ckpt_path);
+    TrainState saved = parse_state(ck);
+    if (!resumable_status(saved.status))
+      throw InputError(fmt::format("{}: the run is already finished (status {}); nothing to resume", ckpt_path,
+                                   saved.status));
+    if (to_yaml(ck.config) != to_yaml(cfg))
+      throw InputError(fmt::format("{}: the checkpoint's config differs from the config to resume with", ckpt_path),
+                       "resume with the run's own config (lmx train --resume DIR takes no --set)");
+    auto seed_it = ck.metadata.find("seed");
+    if (seed_it == ck.metadata.end() || seed_it->second != std::to_string(opt.seed))
+      throw InputError(fmt::format("{}: the checkpoint is not of seed {}", ckpt_path, opt.seed));
+    if (saved.steps > total)
+      throw InputError(fmt::format("{}: metadata steps {} exceeds the run's {} steps", ckpt_path, saved.steps, total));
+    if (saved.threads != state.threads)
+      log::warn("train", "seed {}: resuming with {} thread(s), the run used {}: results may differ in the last bits",
+                opt.seed, state.threads, saved.threads);
+    load_weights(*model, ck);
+    restore_optimizer(*model, *optimizer, ck);
+    saved.threads = state.threads;
+    state = saved;
+    res.steps = state.steps;
+    res.final_train_loss = state.final_train_loss;
+    res.best_val_ppl = state.best_val_ppl;
+    res.final_val_ppl = state.final_val_ppl;
+    truncate_metrics(metrics_path, state.steps);
+    log::info("train", "seed {}: resuming {} after step {}", opt.seed, opt.run_dir, state.steps);
+  }
+
   write_file_atomic((fs::path(opt.run_dir) / "config.yaml").string(), to_yaml(cfg));
-  CsvAppender metrics((fs::path(opt.run_dir) / "metrics.csv").string(),
-                      {"step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s", "val_loss", "val_ppl"});
+  CsvAppender metrics(metrics_path,
+                      {"step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s", "val_loss", "val_ppl"},
+                      /*append=*/opt.resume);
 
   EvalOptions val_opt;
   val_opt.split = data::Split::Val;
@@ -139,24 +230,51 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   val_opt.max_docs = t.eval_docs;
   val_opt.pronoun_window = cfg.data.pronoun_window;
 
+  // Writes the checkpoint; with optimizer state when the run can be continued from it.
+  auto checkpoint = [&](const std::string& status, double train_seconds) {
+    state.status = status;
+    state.steps = res.steps;
+    state.epoch = static_cast<double>(res.steps) / per_epoch;
+    state.best_val_ppl = res.best_val_ppl;
+    state.final_val_ppl = res.final_val_ppl;
+    state.final_train_loss = res.final_train_loss;
+    state.train_seconds = train_seconds;
+    auto meta = state_metadata(state);
+    meta["seed"] = std::to_string(opt.seed);
+    save_checkpoint(ckpt_path, model, cfg, resumable_status(status) ? optimizer_tensors(*model, *optimizer) : NamedTensors{},
+                    meta);
+  };
+
   log::info("train", "seed {}: {} parameters, {} steps ({} per epoch), layout {}, seq_len {}",
             opt.seed, res.params, total, per_epoch, cfg.data.layout, cfg.data.seq_len);
   double smoothed_tps = 0;
-  int64_t tokens_seen = 0;
+  const double seconds_before = state.train_seconds;
+  const int64_t first_step = state.steps;
   const auto t_train = Clock::now();
-  for (int64_t step = 0; step < total; ++step) {
+  for (int64_t step = first_step; step < total; ++step) {
     const auto t_step = Clock::now();
     const double lr = lr_at(t, step, total);
     data::Batch batch = batcher.batch(step);
+    // Fault injection (tests): a NaN gradient in one named parameter at this step.
+    std::optional<torch::Tensor> hooked;
+    unsigned hook = 0;
+    if (step == opt.inject_nan_grad_at_step) {
+      for (auto& p : model->named_parameters())
+        if (p.key() == opt.inject_nan_grad_param) hooked = p.value();
+      if (!hooked) throw InputError(fmt::format("no parameter named {}", opt.inject_nan_grad_param));
+      hook = hooked->register_hook([](torch::Tensor g) { return g * std::nan(""); });
+    }
     const StepResult sr = train_step(model, *optimizer, batch.inputs, batch.targets, lr, t.grad_clip,
                                      /*poison_loss=*/step == opt.inject_nan_at_step);
+    if (hooked) hooked->remove_hook(hook);
     const double loss_v = sr.loss;
     const double gnorm = sr.grad_norm;
     if (!sr.stepped) {
       std::string bad = first_bad_gradient(model);
       res.status = "diverged";
       res.message = fmt::format("step {}: loss {} grad norm {}{}", step, loss_v, gnorm,
-                                bad.empty() ? "" : ", first non-finite gradient in " + bad);
+                                bad.empty() ? "" : fmt::format(", first non-finite gradient in {} (parameter group {})",
+                                                               bad, parameter_group(bad)));
       log::warn("train", "seed {} diverged at {}", opt.seed, res.message);
       metrics.row({std::to_string(step), fmt_num(static_cast<double>(step) / per_epoch, 3),
                    fmt::format("{}", loss_v), fmt::format("{:.6g}", lr), fmt::format("{}", gnorm), "", "", ""});
@@ -164,7 +282,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
     }
     res.steps = step + 1;
     res.final_train_loss = loss_v;
-    tokens_seen += batch.tokens;
+    state.tokens_seen += batch.tokens;
     const double tps = batch.tokens / std::max(1e-9, seconds_since(t_step));
     smoothed_tps = smoothed_tps == 0 ? tps : 0.9 * smoothed_tps + 0.1 * tps;
 
@@ -183,7 +301,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
                  fmt::format("{:.6f}", loss_v), fmt::format("{:.6g}", lr), fmt::format("{:.6g}", gnorm),
                  fmt::format("{:.0f}", tps), val_loss, val_ppl});
     const double elapsed = seconds_since(t_train);
-    const double eta = elapsed / (step + 1) * (total - step - 1);
+    const double eta = elapsed / static_cast<double>(step + 1 - first_step) * (total - step - 1);
     if (opt.progress) {
       fmt::print(stderr, "\r[train] seed {} step {}/{} loss {:.4f} lr {:.2e} {:.0f} tok/s ETA {:.0f}s   ",
                  opt.seed, step + 1, total, loss_v, lr, smoothed_tps, eta);
@@ -192,26 +310,28 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
       log::info("train", "seed {} step {}/{} loss {:.4f} lr {:.2e} {:.0f} tok/s ETA {:.0f}s", opt.seed,
                 step + 1, total, loss_v, lr, smoothed_tps, eta);
     }
+    if (step + 1 == opt.interrupt_after_step) signals::raise_interrupt();  // fault injection (tests)
     if (signals::interrupted()) {
       res.status = "interrupted";
-      res.message = fmt::format("interrupted after step {}", step + 1);
+      res.message = fmt::format("interrupted after step {}; continue with lmx train --resume", step + 1);
       if (opt.progress) fmt::print(stderr, "\n");
       log::warn("train", "seed {}: {}", opt.seed, res.message);
       break;
     }
+    if (!last && t.checkpoint_every > 0 && (step + 1) % t.checkpoint_every == 0)
+      checkpoint("running", seconds_before + seconds_since(t_train));
   }
-  res.tokens_per_s = tokens_seen / std::max(1e-9, seconds_since(t_train));
+  const double train_seconds = seconds_before + seconds_since(t_train);
+  res.tokens_per_s = state.tokens_seen / std::max(1e-9, train_seconds);
 
-  save_checkpoint((fs::path(opt.run_dir) / "model.safetensors").string(), model, cfg, {},
-                  {{"seed", std::to_string(opt.seed)}, {"steps", std::to_string(res.steps)},
-                   {"status", res.status}});
+  checkpoint(res.status, train_seconds);
   if (res.status == "ok") {
     EvalOptions test_opt = val_opt;
     test_opt.split = data::Split::Test;
     test_opt.max_docs = 0;
     res.test = evaluate(model, corpus, test_opt);
   }
-  res.wall_s = seconds_since(t_start);
+  res.wall_s = seconds_since(t_start) + seconds_before;
   res.peak_rss_mib = peak_rss_mib();
   return res;
 }

@@ -15,10 +15,17 @@
 namespace lmx {
 
 struct RunOptions {
+  RunOptions(uint64_t seed_ = 0, std::string run_dir_ = {}, bool progress_ = false)
+      : seed(seed_), run_dir(std::move(run_dir_)), progress(progress_) {}
   uint64_t seed = 0;      // model init and data order
   std::string run_dir;    // created by the caller; results go here
   bool progress = false;  // live progress line (stderr is a terminal)
   int64_t inject_nan_at_step = -1;  // fault injection (tests): poison the loss at this step
+  int64_t inject_nan_grad_at_step = -1;  // fault injection (tests): NaN gradient of one parameter
+  std::string inject_nan_grad_param;     //   ... named this (e.g. model.layers.1.ffn.w1.weight)
+  int64_t interrupt_after_step = -1;     // fault injection (tests): as if SIGINT came during this step
+  bool resume = false;    // continue the interrupted run in run_dir from its checkpoint
+  bool check_memory = true;  // refuse (InputError) a config whose estimate exceeds MemAvailable
   std::string init_from;  // checkpoint whose weights replace the initialization (uptraining)
 };
 

@@ -1,5 +1,6 @@
 #include "util/signals.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,8 +10,18 @@ namespace lmx::signals {
 
 namespace {
 std::atomic<int> g_count{0};
+constexpr int kMaxChildren = 256;
+std::atomic<int> g_children[kMaxChildren];  // 0 = free slot
 
-void handler(int) {
+void forward(int sig) {
+  for (auto& c : g_children) {
+    const int pid = c.load();
+    if (pid > 0) kill(pid, sig);
+  }
+}
+
+void handler(int sig) {
+  forward(sig);
   if (g_count.fetch_add(1) >= 1) {
     const char msg[] = "\nlmx: second interrupt: exiting now (results written so far are intact)\n";
     (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
@@ -32,5 +43,21 @@ void install() {
 bool interrupted() { return g_count.load() > 0; }
 
 void reset() { g_count = 0; }
+
+void raise_interrupt() { g_count.fetch_add(1); }
+
+void add_child(int pid) {
+  for (auto& c : g_children) {
+    int expected = 0;
+    if (c.compare_exchange_strong(expected, pid)) return;
+  }
+}
+
+void remove_child(int pid) {
+  for (auto& c : g_children) {
+    int expected = pid;
+    if (c.compare_exchange_strong(expected, 0)) return;
+  }
+}
 
 }  // namespace lmx::signals

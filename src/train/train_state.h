@@ -1,0 +1,53 @@
+// What a training run needs to continue bit for bit after an interruption, stored in the
+// run's model.safetensors next to the weights:
+//   tensors  "optim.<param>.exp_avg", "optim.<param>.exp_avg_sq" (F32, the parameter's shape),
+//            "optim.<param>.step" (I64 scalar): AdamW's state per parameter;
+//            "state.torch_rng" (I32): LibTorch's default CPU generator state.
+//   metadata "status" (interrupted | running while training | ok | diverged), "steps" (optimizer
+//            steps taken; the next batch is Batcher::batch(steps), so this is also the data-order
+//            position), "epoch", "best_val_ppl", "final_val_ppl", "final_train_loss",
+//            "tokens_seen", "train_seconds", "threads" (doubles with 17 significant digits).
+#pragma once
+#include <torch/optim/adamw.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "model/checkpoint.h"
+#include "model/lm.h"
+#include "model/safetensors.h"
+
+namespace lmx {
+
+struct TrainState {
+  std::string status = "running";
+  int64_t steps = 0;
+  double epoch = 0;
+  double best_val_ppl = std::nan("");
+  double final_val_ppl = std::nan("");
+  double final_train_loss = std::nan("");
+  int64_t tokens_seen = 0;
+  double train_seconds = 0;
+  int threads = 1;
+};
+
+// AdamW's per-parameter state as "optim.*" tensors (parameters without state are skipped),
+// plus "state.torch_rng".
+NamedTensors optimizer_tensors(ModernLMImpl& model, torch::optim::AdamW& optimizer);
+
+// Restores what optimizer_tensors saved. InputError naming the checkpoint when a parameter's
+// state is missing, misshaped or of another dtype.
+void restore_optimizer(ModernLMImpl& model, torch::optim::AdamW& optimizer, const Checkpoint& ckpt);
+
+std::map<std::string, std::string> state_metadata(const TrainState& s);
+
+// Reads the state back from a checkpoint's metadata; InputError naming the key when absent
+// or not a number.
+TrainState parse_state(const Checkpoint& ckpt);
+
+// A resumable checkpoint holds optimizer state and status interrupted or running.
+bool resumable_status(const std::string& status);
+
+}  // namespace lmx

@@ -1,0 +1,425 @@
+// Reliability: interruption (fault-injected and real SIGINT / SIGTERM / SIGKILL), resume
+// bit for bit, sweep resume, atomic results and output checks, the memory guard and NaN faults.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli/common.h"
+#include "data/corpus.h"
+#include "helpers.h"
+#include "model/checkpoint.h"
+#include "model/memory.h"
+#include "model/sizes.h"
+#include "train/train_state.h"
+#include "train/trainer.h"
+#include "util/csv.h"
+#include "util/error.h"
+#include "util/signals.h"
+
+using namespace lmx;
+using lmx::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kSmall = {"data.train_docs=300", "data.val_docs=60", "data.test_docs=60",
+                                         "train.steps=24",      "train.eval_every=5", "train.warmup_steps=5",
+                                         "train.batch_size=16"};
+
+Config small_config() { return load_config(lmx::test::source_path("configs/textbook.yaml"), kSmall); }
+
+const data::Corpus& small_corpus() {
+  static const data::Corpus corpus = data::load_corpus(small_config().data);
+  return corpus;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// metrics.csv without the tokens_per_s column (wall-clock dependent).
+std::string metrics_without_speed(const std::string& path) {
+  std::stringstream in(read(path)), out;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::stringstream ls(line);
+    std::string c;
+    for (int i = 0; std::getline(ls, c, ','); ++i)
+      if (i != 5) out << c << ",";
+    out << "\n";
+  }
+  return out.str();
+}
+
+size_t lines(const std::string& path) {
+  const std::string s = read(path);
+  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+// Every model parameter of two checkpoints bitwise equal.
+void require_same_weights(const std::string& a, const std::string& b) {
+  Checkpoint ca = read_checkpoint(a), cb = read_checkpoint(b);
+  std::map<std::string, torch::Tensor> tb(cb.tensors.begin(), cb.tensors.end());
+  int compared = 0;
+  for (const auto& [name, t] : ca.tensors) {
+    if (name.rfind("model.", 0) != 0 && name.rfind("lm_head", 0) != 0) continue;
+    INFO(name);
+    REQUIRE(tb.count(name));
+    CHECK(torch::equal(t, tb.at(name)));
+    ++compared;
+  }
+  CHECK(compared > 0);
+}
+
+// Starts build/lmx with args (no shell), output to log; returns the pid.
+pid_t spawn_lmx(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    if (chdir(LMX_SOURCE_DIR) != 0) _exit(127);
+    std::vector<char*> argv = {const_cast<char*>(LMX_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(LMX_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Waits until `path` has at least n lines (or the process ended); false on timeout / exit.
+bool wait_for_lines(const std::string& path, size_t n, pid_t pid, double timeout_s = 120) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < timeout_s) {
+    if (fs::exists(path) && lines(path) >= n) return true;
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+bool has_optimizer_state(const Checkpoint& ck) {
+  std::set<std::string> names;
+  for (const auto& [n, t] : ck.tensors) names.insert(n);
+  for (const auto& [n, t] : ck.tensors) {
+    if (n.rfind("optim.", 0) == 0 || n.rfind("state.", 0) == 0) continue;
+    if (!names.count("optim." + n + ".exp_avg") || !names.count("optim." + n + ".exp_avg_sq") ||
+        !names.count("optim." + n + ".step"))
+      return false;
+  }
+  return names.count("state.torch_rng") > 0;
+}
+
+const std::string kCliSmall =
+    "--set data.train_docs=200 --set data.val_docs=40 --set data.test_docs=40 --set train.batch_size=8 "
+    "--set train.eval_every=40 --set train.warmup_steps=10";
+
+std::vector<std::string> split_args(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string a;
+  while (ss >> a) out.push_back(a);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical to one run", "[resume]") {
+  TempDir dir;
+  const Config cfg = small_config();
+  const auto full = dir.path / "full", cut = dir.path / "cut";
+  fs::create_directories(full);
+  fs::create_directories(cut);
+  RunResult a = train_run(cfg, small_corpus(), {11, full.string(), false});
+  REQUIRE(a.status == "ok");
+
+  // Fault injection: as if SIGINT arrived during step 7 (not an eval step), then during 15 (after
+  // the eval at 15: best_val_ppl must survive), then the rest.
+  RunOptions o1(11, cut.string());
+  o1.interrupt_after_step = 7;
+  RunResult b1 = train_run(cfg, small_corpus(), o1);
+  signals::reset();
+  CHECK(b1.status == "interrupted");
+  CHECK(b1.steps == 7);
+  Checkpoint ck = read_checkpoint((cut / "model.safetensors").string());
+  CHECK(ck.metadata.at("status") == "interrupted");
+  CHECK(ck.metadata.at("steps") == "7");
+  CHECK(has_optimizer_state(ck));
+  CHECK(lines((cut / "metrics.csv").string()) == 8);  // header + 7 steps, flushed
+
+  RunOptions o2(11, cut.string());
+  o2.resume = true;
+  o2.interrupt_after_step = 15;
+  RunResult b2 = train_run(cfg, small_corpus(), o2);
+  signals::reset();
+  CHECK(b2.status == "interrupted");
+  CHECK(b2.steps == 15);
+
+  RunOptions o3(11, cut.string());
+  o3.resume = true;
+  RunResult b3 = train_run(cfg, small_corpus(), o3);
+  REQUIRE(b3.status == "ok");
+  CHECK(b3.steps == 24);
+  CHECK(metrics_without_speed((cut / "metrics.csv").string()) == metrics_without_speed((full / "metrics.csv").string()));
+  require_same_weights((full / "model.safetensors").string(), (cut / "model.safetensors").string());
+  CHECK(b3.final_train_loss == a.final_train_loss);
+  CHECK(b3.best_val_ppl == a.best_val_ppl);
+  CHECK(b3.final_val_ppl == a.final_val_ppl);
+  CHECK(b3.test.ppl == a.test.ppl);
+  // The finished checkpoint holds weights only and refuses another resume.
+  CHECK_FALSE(has_optimizer_state(read_checkpoint((cut / "model.safetensors").string())));
+  RunOptions o4(11, cut.string());
+  o4.resume = true;
+  CHECK_THROWS_AS(train_run(cfg, small_corpus(), o4), InputError);
+}
+
+TEST_CASE("resume refuses another config or seed and a checkpoint without optimizer state", "[resume]") {
+  TempDir dir;
+  const Config cfg = small_config();
+  RunOptions o(3, dir.path.string());
+  o.interrupt_after_step = 2;
+  train_run(cfg, small_corpus(), o);
+  signals::reset();
+  Config other = cfg;
+  apply_override(other, "train.lr=0.01");
+  RunOptions r(3, dir.path.string());
+  r.resume = true;
+  try {
+    train_run(other, small_corpus(), r);
+    FAIL("resumed with another config");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("config differs") != std::string::npos);
+  }
+  RunOptions s(4, dir.path.string());
+  s.resume = true;
+  CHECK_THROWS_AS(train_run(cfg, small_corpus(), s), InputError);
+  // Drop the optimizer state: a clear InputError, not a silent fresh optimizer.
+  Checkpoint ck = read_checkpoint(dir.file("model.safetensors"));
+  NamedTensors kept;
+  for (const auto& [n, t] : ck.tensors)
+    if (n.find(".exp_avg_sq") == std::string::npos) kept.push_back({n, t});
+  ck.metadata.erase("lmx_config");
+  ck.metadata.erase("lmx_run_name");
+  ck.metadata.erase("format");
+  NamedTensors extra;
+  for (const auto& [n, t] : kept)
+    if (n.rfind("optim.", 0) == 0 || n.rfind("state.", 0) == 0) extra.push_back({n, t});
+  ModernLM m = load_model(read_checkpoint(dir.file("model.safetensors")));
+  save_checkpoint(dir.file("model.safetensors"), m, ck.config, extra, ck.metadata);
+  try {
+    train_run(cfg, small_corpus(), r);
+    FAIL("resumed without exp_avg_sq");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("incomplete") != std::string::npos);
+  }
+}
+
+TEST_CASE("SIGTERM to lmx train: checkpoint with optimizer state, exit 130, --resume matches a full run",
+          "[resume][cli][signal]") {
+  TempDir dir;
+  const std::string full = dir.file("full"), cut = dir.file("cut");
+  const std::string common = "-q train configs/textbook.yaml --seeds 5 --set train.steps=300 " + kCliSmall;
+  auto r = lmx::test::run_lmx(common + " --out '" + full + "'");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+
+  auto args = split_args(common);
+  args.insert(args.end(), {"--out", cut});
+  const pid_t pid = spawn_lmx(args, dir.file("cut.log"));
+  REQUIRE(wait_for_lines(cut + "/seed5/metrics.csv", 4, pid));
+  kill(pid, SIGTERM);
+  const int code = wait_exit(pid);
+  INFO(read(dir.file("cut.log")));
+  REQUIRE(code == 130);
+  Checkpoint ck = read_checkpoint(cut + "/seed5/model.safetensors");
+  CHECK(ck.metadata.at("status") == "interrupted");
+  CHECK(has_optimizer_state(ck));
+  const int steps = std::stoi(ck.metadata.at("steps"));
+  CHECK(steps < 300);
+  CHECK(lines(cut + "/seed5/metrics.csv") == static_cast<size_t>(steps) + 1);  // consistent with the checkpoint
+  CHECK(read(cut + "/summary.csv").find(",5,interrupted,") != std::string::npos);
+  CHECK(read(dir.file("cut.log")).find("--resume") != std::string::npos);
+
+  auto res = lmx::test::run_lmx("-q train --resume '" + cut + "'");
+  INFO(res.output);
+  REQUIRE(res.code == 0);
+  CHECK(metrics_without_speed(cut + "/seed5/metrics.csv") == metrics_without_speed(full + "/seed5/metrics.csv"));
+  require_same_weights(full + "/seed5/model.safetensors", cut + "/seed5/model.safetensors");
+  CHECK(read(cut + "/summary.csv").find(",5,ok,") != std::string::npos);
+  // Nothing left to do: finished seeds are kept.
+  auto again = lmx::test::run_lmx("train --resume '" + cut + "'");
+  CHECK(again.code == 0);
+  CHECK(again.output.find("kept") != std::string::npos);
+}
+
+TEST_CASE("SIGKILL after a periodic checkpoint: --resume continues from it, bitwise", "[resume][cli][signal]") {
+  TempDir dir;
+  const std::string full = dir.file("full"), cut = dir.file("cut");
+  const std::string common =
+      "-q train configs/textbook.yaml --seeds 2 --set train.steps=200 --set train.checkpoint_every=7 " + kCliSmall;
+  auto r = lmx::test::run_lmx(common + " --out '" + full + "'");
+  REQUIRE(r.code == 0);
+  auto args = split_args(common);
+  args.insert(args.end(), {"--out", cut});
+  const pid_t pid = spawn_lmx(args, dir.file("cut.log"));
+  REQUIRE(wait_for_lines(cut + "/seed2/metrics.csv", 20, pid));
+  kill(pid, SIGKILL);
+  CHECK(wait_exit(pid) == 128 + SIGKILL);
+  const std::string status = read_checkpoint(cut + "/seed2/model.safetensors").metadata.at("status");
+  CHECK((status == "running" || status == "ok"));
+  auto res = lmx::test::run_lmx("-q train --resume '" + cut + "'");
+  INFO(res.output);
+  REQUIRE(res.code == 0);
+  CHECK(metrics_without_speed(cut + "/seed2/metrics.csv") == metrics_without_speed(full + "/seed2/metrics.csv"));
+  require_same_weights(full + "/seed2/model.safetensors", cut + "/seed2/model.safetensors");
+}
+
+TEST_CASE("a second SIGINT exits at once and leaves only whole files", "[resume][cli][signal]") {
+  TempDir dir;
+  const std::string out = dir.file("out");
+  // A larger model (slow steps), so that the second signal comes while the first is pending.
+  auto args = split_args("-q train configs/textbook.yaml --seeds 0 --set train.steps=2000 " + kCliSmall +
+                         " --set model.d_model=256 --set model.d_ff=1024 --set model.n_layers=4 --set train.batch_size=32");
+  args.insert(args.end(), {"--out", out});
+  const pid_t pid = spawn_lmx(args, dir.file("log"));
+  REQUIRE(wait_for_lines(out + "/seed0/metrics.csv", 3, pid));
+  kill(pid, SIGINT);
+  // Signals do not queue: wait until the first one is handled, then send the second.
+  for (int i = 0; i < 2000 && read(dir.file("log")).find("interrupt:") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  kill(pid, SIGINT);
+  CHECK(wait_exit(pid) == 130);
+  INFO(read(dir.file("log")));
+  CHECK(read(dir.file("log")).find("second interrupt") != std::string::npos);
+  // Whatever exists is complete: metrics rows are whole lines, a checkpoint (if written) reads.
+  const std::string m = read(out + "/seed0/metrics.csv");
+  CHECK(m.back() == '\n');
+  if (fs::exists(out + "/seed0/model.safetensors")) CHECK_NOTHROW(read_checkpoint(out + "/seed0/model.safetensors"));
+  CHECK(fs::exists(out + "/seed0/config.yaml"));
+}
+
+TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted one", "[resume][sweep][cli][signal]") {
+  TempDir dir;
+  auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/textbook.yaml") +
+                                      "\nseeds: [0]\nset: {train.eval_every: 0, data.train_docs: 100, data.val_docs: 20, "
+                                      "data.test_docs: 20, train.batch_size: 8}\n"
+                                      "points:\n  short: {train.steps: 4}\n  long: {train.steps: 600}\n"
+                                      "  third: {train.steps: 3}\n");
+  const std::string out = dir.file("out");
+  const pid_t pid = spawn_lmx({"-q", "--threads", "1", "sweep", spec, "--jobs", "1", "--out", out}, dir.file("sweep.log"));
+  REQUIRE(wait_for_lines(out + "/runs/001-long-s0/seed0/metrics.csv", 4, pid));
+  kill(pid, SIGINT);  // the sweep forwards it to its running child
+  CHECK(wait_exit(pid) == 130);
+  INFO(read(dir.file("sweep.log")));
+  CHECK(read_checkpoint(out + "/runs/001-long-s0/seed0/model.safetensors").metadata.at("status") == "interrupted");
+  CHECK_FALSE(fs::exists(out + "/runs/002-third-s0"));
+  const auto short_time = fs::last_write_time(out + "/runs/000-short-s0/seed0/model.safetensors");
+
+  // A changed spec is refused.
+  auto changed = dir.write("changed.yaml", read(spec).replace(read(spec).find("600"), 3, "599"));
+  auto bad = lmx::test::run_lmx("-q sweep '" + changed + "' --resume '" + out + "'");
+  CHECK(bad.code == 2);
+  CHECK(bad.output.find("differs") != std::string::npos);
+
+  auto r = lmx::test::run_lmx("--threads 1 sweep '" + spec + "' --resume '" + out + "'");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(r.output.find("1 finished run(s) kept, 1 continued") != std::string::npos);
+  CHECK(fs::last_write_time(out + "/runs/000-short-s0/seed0/model.safetensors") == short_time);
+  Table t = read_csv(out + "/summary.csv");
+  int ok = 0;
+  for (const auto& row : t.rows) ok += row[2] == "ok";
+  CHECK(ok == 3);
+  CHECK(lines(out + "/runs/001-long-s0/seed0/metrics.csv") == 601);
+}
+
+TEST_CASE("output directories: unwritable, not a directory, no space: exit 2 before training", "[resume][cli]") {
+  CHECK_THROWS_AS(cli::check_writable("/proc"), InputError);
+  TempDir dir;
+  CHECK_NOTHROW(cli::check_writable(dir.path.string()));
+  CHECK_THROWS_AS(cli::check_free_space(dir.path.string(), 1e30, "checkpoints"), InputError);
+  CHECK_NOTHROW(cli::check_free_space(dir.path.string(), 1, "checkpoints"));
+  const std::string file = dir.write("f", "x");
+  auto r = lmx::test::run_lmx("-q train configs/textbook.yaml --out '" + file + "/sub'");
+  INFO(r.output);
+  CHECK(r.code == 2);
+  CHECK(r.output.find(file + "/sub") != std::string::npos);
+  auto p = lmx::test::run_lmx("-q train configs/textbook.yaml --out /proc/lmx-test");
+  CHECK(p.code == 2);
+  auto n = lmx::test::run_lmx("-q train --resume '" + dir.path.string() + "'");
+  CHECK(n.code == 2);
+  CHECK(n.output.find("train.json") != std::string::npos);
+}
+
+TEST_CASE("memory estimate: parts, scaling, and the 70B refusal", "[resume][memory]") {
+  Config cfg = load_config(lmx::test::source_path("configs/textbook.yaml"));
+  cfg.model.vocab_size = 40;
+  MemoryEstimate e = estimate_training_memory(cfg);
+  CHECK(e.params == count_params(cfg.model).total());
+  CHECK(e.weights_bytes == 4.0 * e.params);
+  CHECK(e.optimizer_bytes == 8.0 * e.params);
+  CHECK(e.total() < 2.0 * 1024 * 1024 * 1024);
+  Config big = cfg;
+  big.train.batch_size *= 2;
+  CHECK(estimate_training_memory(big).activation_bytes == Approx(2 * e.activation_bytes));
+  CHECK_THROWS_AS(check_training_memory(cfg, 1024.0), InputError);
+  CHECK_NOTHROW(check_training_memory(cfg, 1e15));
+  CHECK_NOTHROW(check_training_memory(cfg, -1));  // unknown: not refused
+  CHECK(available_memory_bytes() > 0);
+
+  // The estimate is not below what a real training run of this config takes.
+  TempDir dir;
+  Config small = small_config();
+  RunResult r = train_run(small, small_corpus(), {0, dir.path.string(), false});
+  CHECK(estimate_training_memory(resolve_for_corpus(small, small_corpus())).total() / (1024.0 * 1024) >
+        r.peak_rss_mib * 0.5);
+
+  auto cli = lmx::test::run_lmx("train configs/models/llama2-70b.yaml --out /tmp/lmx-never-created-70b");
+  INFO(cli.output);
+  CHECK(cli.code == 2);
+  CHECK(cli.output.find("llama2-70b.yaml") != std::string::npos);
+  CHECK(cli.output.find("MemAvailable") != std::string::npos);
+  CHECK(cli.output.find("TiB") != std::string::npos);
+  CHECK_FALSE(fs::exists("/tmp/lmx-never-created-70b"));
+}
+
+TEST_CASE("a NaN gradient in one parameter: diverged at its step, naming the parameter and group", "[resume][train]") {
+  TempDir dir;
+  const Config cfg = small_config();
+  RunOptions o(1, dir.path.string());
+  o.inject_nan_grad_at_step = 6;
+  o.inject_nan_grad_param = "model.layers.1.mlp.down_proj.weight";
+  RunResult r = train_run(cfg, small_corpus(), o);
+  INFO(r.message);
+  CHECK(r.status == "diverged");
+  CHECK(r.steps == 6);
+  CHECK(r.message.find("step 6") != std::string::npos);
+  CHECK(r.message.find("first non-finite gradient in model.layers.1.mlp.down_proj.weight") != std::string::npos);
+  CHECK(r.message.find("parameter group model.layers.1.mlp") != std::string::npos);
+  // The loss itself was finite: the gradient check caught it.
+  CHECK(r.message.find("loss nan") == std::string::npos);
+  // The weights saved are those before the bad step, all finite.
+  Checkpoint ck = read_checkpoint(dir.file("model.safetensors"));
+  CHECK(ck.metadata.at("status") == "diverged");
+  for (const auto& [n, t] : ck.tensors) CHECK(torch::isfinite(t).all().item<bool>());
+}
