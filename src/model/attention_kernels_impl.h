@@ -9,7 +9,6 @@
 // inverse RoPE rotation.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "model/attention_kernels.h"
 
@@ -120,11 +119,16 @@ void ptx(const float* P, int64_t ld, int64_t rows, Hi hi, const float* X, int64_
   }
 }
 
+// y[0, D) = x[0, D), D a multiple of 8 (inline: no libc call per row).
+static inline __attribute__((always_inline)) void copy_row(float* y, const float* x, int64_t D) {
+  for (int64_t d = 0; d < D; d += 8) vstore(y + d, vload(x + d));
+}
+
 // RoPE of one row x at position pos into y (y may not alias x); identity without tables.
 static inline __attribute__((always_inline)) void rotate(const float* x, float* y, int64_t pos, const AttnShape& s) {
   const int64_t D = s.D, h = D / 2;
   if (!s.cos) {
-    std::memcpy(y, x, D * sizeof(float));
+    copy_row(y, x, D);
     return;
   }
   const float *c = s.cos + pos * h, *sn = s.sin + pos * h;
@@ -145,7 +149,7 @@ static inline __attribute__((always_inline)) void rotate(const float* x, float* 
 static inline __attribute__((always_inline)) void unrotate(const float* g, float* y, int64_t pos, const AttnShape& s) {
   const int64_t D = s.D, h = D / 2;
   if (!s.cos) {
-    std::memcpy(y, g, D * sizeof(float));
+    copy_row(y, g, D);
     return;
   }
   const float *c = s.cos + pos * h, *sn = s.sin + pos * h;
@@ -164,23 +168,38 @@ static inline __attribute__((always_inline)) void unrotate(const float* g, float
 
 // Row i of S: softmax over [0, n), zeros on [n, ld).
 static inline __attribute__((always_inline)) void softmax_row(float* s, int64_t n, int64_t ld) {
+  int64_t j = 0;
   float m = s[0];
-  for (int64_t j = 1; j < n; ++j) m = std::max(m, s[j]);
+  if (n >= 8) {
+    v8f mx = vload(s);
+    for (j = 8; j + 8 <= n; j += 8) {
+      const v8f x = vload(s + j);
+      mx = x > mx ? x : mx;
+    }
+    for (int k = 0; k < 8; ++k) m = std::max(m, mx[k]);
+  }
+  for (; j < n; ++j) m = std::max(m, s[j]);
   const v8f mv = splat(m);
   v8f sumv = splat(0);
-  int64_t j = 0;
+  j = 0;
   for (; j + 8 <= n; j += 8) {
     v8f e = vexp(vload(s + j) - mv);
     vstore(s + j, e);
     sumv += e;
   }
+  if (j < n) {  // the last partial block: a whole vector (ld >= ceil8(n)), lanes >= n zeroed
+    const v8f lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    v8f e = vexp(vload(s + j) - mv);
+    e = lane < splat(static_cast<float>(n - j)) ? e : splat(0);
+    vstore(s + j, e);
+    sumv += e;
+    j += 8;
+  }
   float sum = 0;
   for (int k = 0; k < 8; ++k) sum += sumv[k];
-  for (; j < n; ++j) sum += (s[j] = std::exp(s[j] - m));
   const float inv = 1.0f / sum;
-  j = 0;
-  for (; j + 8 <= n; j += 8) vstore(s + j, vload(s + j) * inv);
-  for (; j < n; ++j) s[j] *= inv;
+  const int64_t filled = j;  // exps written on [0, filled), zeros on [n, filled)
+  for (j = 0; j < filled; j += 8) vstore(s + j, vload(s + j) * inv);
   for (; j < ld; ++j) s[j] = 0;
 }
 
@@ -240,7 +259,7 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
       const float *g = a.dout + r * a.o_sh + i * a.o_st, *o = a.o + r * a.o_sh + i * a.o_st;
       float dot = 0;
       for (int64_t d = 0; d < D; ++d) dot += g[d] * o[d];
-      std::memcpy(dO + i * D, g, D * sizeof(float));
+      copy_row(dO + i * D, g, D);
       delta[i] = dot;
     }
     scores(dO, Tq, D, Vt, tkp, 1.0f, visible, dS);  // dP
@@ -248,7 +267,8 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
       float* ds = dS + i * tkp;
       const float* p = P + i * tkp;
       const int64_t n = i < Tq ? s.visible(i) : 0;
-      for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - delta[i]) * s.scale;
+      const float di = i < Tq ? delta[i] : 0.0f, scale = s.scale;
+      for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - di) * scale;
       for (int64_t j = n; j < tkp; ++j) ds[j] = 0;
     }
     pv(dS, tkp, Tq, zero, visible, Kr, D, D, dq, D, /*accumulate=*/false);
@@ -258,7 +278,7 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
   }
   for (int64_t j = 0; j < Tk; ++j) {
     unrotate(dK + j * D, a.dk + j * a.dk_st, j, s);
-    std::memcpy(a.dv + j * a.dv_st, dV + j * D, D * sizeof(float));
+    copy_row(a.dv + j * a.dv_st, dV + j * D, D);
   }
 }
 
