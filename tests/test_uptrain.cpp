@@ -71,7 +71,7 @@ TEST_CASE("mean and first pooling of identical heads in a group leave the model'
   }
 }
 
-TEST_CASE("pooled K/V heads are each group's mean or first head; everything else is copied", "[uptrain]") {
+TEST_CASE("pooled K/V heads are each group's mean or first head, everything else is copied", "[uptrain]") {
   TempDir dir;
   torch::manual_seed(5);
   Config cfg = small_mha();
