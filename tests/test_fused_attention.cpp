@@ -1,7 +1,7 @@
 // The fused causal-attention kernel (model/fused_attention.h) against the plain LibTorch path:
 // outputs and gradients of the autograd Function for MHA / GQA / MQA, with and without RoPE
 // (both layouts), odd lengths; whole models (logits and every parameter gradient) with the
-// kernel on and off; KV-cached decoding through the kernel ≡ the full forward.
+// kernels on and off (the fused RMSNorm included); KV-cached decoding through the kernel ≡ the full forward.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -91,10 +91,12 @@ TEST_CASE("fused attention: outputs and gradients match the plain path", "[model
 
 TEST_CASE("fused attention: whole-model logits and parameter gradients equal the plain path",
           "[model][attention][fused]") {
-  for (auto [position, kv_heads, bias] : {std::tuple{"sinusoidal", 4, true}, std::tuple{"rope", 2, false},
-                                          std::tuple{"none", 1, true}}) {
-    DYNAMIC_SECTION(position << " Hk=" << kv_heads) {
+  for (auto [position, kv_heads, bias, norm] :
+       {std::tuple{"sinusoidal", 4, true, "layernorm"}, std::tuple{"rope", 2, false, "rmsnorm"},
+        std::tuple{"none", 1, true, "rmsnorm"}}) {
+    DYNAMIC_SECTION(position << " Hk=" << kv_heads << " " << norm) {
       ModelConfig c = model_config(position, kv_heads, bias);
+      c.norm = norm;  // rmsnorm: the fused RMSNorm too
       torch::manual_seed(3);
       ModernLM model(c);
       torch::manual_seed(4);
