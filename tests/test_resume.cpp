@@ -371,6 +371,41 @@ TEST_CASE("output directories: unwritable, not a directory, no space: exit 2 bef
   CHECK(n.output.find("train.json") != std::string::npos);
 }
 
+TEST_CASE("a write that fails mid-run (file size limit, as a full disk) is exit 1 and keeps the old checkpoint",
+          "[resume][cli]") {
+  TempDir dir;
+  const std::string out = dir.file("out");
+  const std::string train = "-q train configs/textbook.yaml --seeds 0 --set train.steps=300 " + kCliSmall;
+  auto args = split_args(train);
+  args.insert(args.end(), {"--out", out});
+  // An interrupted run leaves a resumable checkpoint ...
+  const pid_t pid = spawn_lmx(args, dir.file("log"));
+  REQUIRE(wait_for_lines(out + "/seed0/metrics.csv", 3, pid));
+  kill(pid, SIGINT);
+  REQUIRE(wait_exit(pid) == 130);
+  const std::string ckpt = out + "/seed0/model.safetensors";
+  const std::string before = read(ckpt);
+  // ... then the resume cannot write files larger than 64 KiB (SIGXFSZ ignored: writes fail with EFBIG).
+  auto r = lmx::test::run_lmx("-q train --resume '" + out + "' --set train.lr=1");  // --resume keeps the config
+  CHECK(r.code == 2);
+  const std::string cmd2 = "ulimit -f 128; trap '' XFSZ; exec '" + std::string(LMX_BINARY) + "' -q train --resume '" + out + "'";
+  FILE* pipe = popen(("cd '" + std::string(LMX_SOURCE_DIR) + "' && bash -c \"" + cmd2 + "\" 2>&1").c_str(), "r");
+  REQUIRE(pipe);
+  std::string output;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
+  const int status = pclose(pipe);
+  INFO(output);
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(output.find("lmx: error: " + ckpt + ": write failed") != std::string::npos);
+  CHECK(read(ckpt) == before);  // untouched, still resumable
+  CHECK_FALSE(fs::exists(ckpt + ".tmp"));
+  auto ok = lmx::test::run_lmx("-q train --resume '" + out + "'");
+  INFO(ok.output);
+  CHECK(ok.code == 0);
+}
+
 TEST_CASE("memory estimate: parts, scaling, and the 70B refusal", "[resume][memory]") {
   Config cfg = load_config(lmx::test::source_path("configs/textbook.yaml"));
   cfg.model.vocab_size = 40;

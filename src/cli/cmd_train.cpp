@@ -24,6 +24,7 @@
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/runtime.h"
 #include "util/signals.h"
 
 namespace fs = std::filesystem;
@@ -45,7 +46,7 @@ void write_invocation(const std::string& out, const TrainInvocation& inv) {
   j["name"] = inv.config.name;
   j["source"] = inv.config.source;
   j["seeds"] = inv.seeds;
-  j["threads"] = torch::get_num_threads();
+  j["threads"] = runtime::threads();
   j["config"] = to_yaml(inv.config);
   write_file_atomic((fs::path(out) / "train.json").string(), j.dump(2) + "\n");
 }
@@ -66,9 +67,9 @@ TrainInvocation read_invocation(const std::string& out) {
     inv.config.source = j.at("source").get<std::string>();
     inv.seeds = j.at("seeds").get<std::vector<uint64_t>>();
     const int threads = j.at("threads").get<int>();
-    if (threads != torch::get_num_threads())
+    if (threads != runtime::threads())
       log::warn("train", "{}: the run used --threads {}, now {}: resumed results may differ in the last bits", path,
-                threads, torch::get_num_threads());
+                threads, runtime::threads());
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("{}: {}", path, e.what()), "the file is written by lmx train; do not edit it");
   }

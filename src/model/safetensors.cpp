@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -79,8 +83,20 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
     for (const auto& t : data)
       out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
     out.flush();
-    if (!out) throw RuntimeError(fmt::format("{}: write failed (disk full?)", tmp));
+    if (!out) {
+      const int saved = errno;
+      out.close();
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);  // the previous file at path stays as it was
+      throw RuntimeError(fmt::format("{}: write failed ({}; disk full?)", path, std::strerror(saved ? saved : EIO)),
+                         "free disk space; the previous checkpoint, if any, is intact");
+    }
   }
+  // On disk before the rename makes it visible (a crash never leaves a renamed, empty file).
+  const int fd = ::open(tmp.c_str(), O_RDONLY);
+  const bool synced = fd >= 0 && ::fsync(fd) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!synced) throw RuntimeError(fmt::format("{}: cannot sync to disk: {}", tmp, std::strerror(errno)));
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw RuntimeError(fmt::format("{}: cannot rename {} into place: {}", path, tmp, ec.message()));

@@ -19,6 +19,7 @@
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/runtime.h"
 #include "util/signals.h"
 
 namespace lmx {
@@ -186,7 +187,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   const int64_t total = t.steps > 0 ? t.steps : t.epochs * per_epoch;
 
   TrainState state;
-  state.threads = torch::get_num_threads();
+  state.threads = runtime::threads();
   if (opt.resume) {
     // Weights, AdamW moments and steps, RNG and progress from the interrupted run's checkpoint.
     Checkpoint ck = read_checkpoint(ckpt_path);

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "util/error.h"
 
 namespace lmx {
@@ -105,6 +107,7 @@ void write_file_atomic(const std::string& path, const std::string& text) {
   if (!f) throw RuntimeError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   ok = (std::fflush(f) == 0) && ok;
+  ok = (::fsync(fileno(f)) == 0) && ok;  // on disk before the rename makes it visible
   int saved = errno;
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) {
