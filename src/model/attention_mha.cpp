@@ -5,6 +5,7 @@
 
 #include "model/attention.h"
 #include "model/fused_attention.h"
+#include "model/linear.h"
 #include "model/position/rope.h"
 
 namespace lmx {
@@ -38,7 +39,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   auto w = torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}, 0);  // ((H + 2Hk)·D, C)
   auto b = q_proj->bias.defined() ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : torch::Tensor();
-  auto qkv = torch::linear(x, w, b).view({B, T, H + 2 * Hk, D});  // (B, T, H + 2Hk, D)
+  auto qkv = linear_2d(x, w, b).view({B, T, H + 2 * Hk, D});  // (B, T, H + 2Hk, D)
 
   auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
   const bool rotate_only = rope ? rope->dim() == D : !position_->has_score_bias();
@@ -48,7 +49,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
       if (rope) std::tie(cos, sin) = rope->tables(start + T, x.device());
       if (start > 0) cos = cos.defined() ? cos.slice(0, start) : cos, sin = sin.defined() ? sin.slice(0, start) : sin;
       auto y = fused_causal_attention(qkv, H, Hk, scale, cos, sin, rope && rope->interleaved());  // (B, T, H, D)
-      return o_proj(y.view({B, T, H * D}));
+      return linear_2d(y.view({B, T, H * D}), o_proj);
     }
     if (!torch::GradMode::is_enabled()) {
       auto q = position_->rotate(qkv.narrow(2, 0, H).transpose(1, 2), start);  // (B, H, T, D)
@@ -56,7 +57,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
       k = append_to_cache(cache, 0, k, /*dim=*/2);                               // (B, Hk, Tk, D)
       auto v = append_to_cache(cache, 1, qkv.narrow(2, H + Hk, Hk).transpose(1, 2), /*dim=*/2);
       auto y = fused_attention_inference(q, k, v, scale, start);  // (B, T, H, D)
-      return o_proj(y.view({B, T, H * D}));
+      return linear_2d(y.view({B, T, H * D}), o_proj);
     }
   }
 
@@ -76,7 +77,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
   }
   auto bias = position_->score_bias(start, T, Tk, x.device());  // (H, T, Tk) or undefined
   auto y = causal_attention(q, k, v, bias, scale, start);        // (B, H, T, D)
-  return o_proj(y.transpose(1, 2).reshape({B, T, H * D}));       // (B, T, C)
+  return linear_2d(y.transpose(1, 2).reshape({B, T, H * D}), o_proj);       // (B, T, C)
 }
 
 }  // namespace lmx

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "model/linear.h"
 #include "util/error.h"
 
 namespace lmx {
@@ -49,12 +50,18 @@ PlainFfnImpl::PlainFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), 
 }
 
 torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
-  // ReLU in place on the projection's output (a temporary the linear's backward does not
-  // keep): one (B, T, F) tensor less to allocate and write.
-  auto h = up_proj(x);  // (B, T, F)
+  // On (B·T, ·) rows: ReLU in place on the projection's output (a temporary the linear's
+  // backward does not keep, and not a view, which would make autograd copy it back): one
+  // (B, T, F) tensor less to allocate and write.
+  auto h = linear_2d(x.reshape({-1, x.size(-1)}), up_proj);  // (B·T, F)
   h = act_ == Activation::Relu ? h.relu_() : activate(act_, h, beta_);
-  if (keep_hidden) last_hidden = h.detach();
-  return down_proj(h);  // (B, T, C)
+  auto shape = x.sizes().vec();
+  if (keep_hidden) {
+    shape.back() = h.size(-1);
+    last_hidden = h.detach().view(shape);  // (B, T, F)
+  }
+  shape.back() = x.size(-1);
+  return linear_2d(h, down_proj).view(shape);  // (B, T, C)
 }
 
 GatedFfnImpl::GatedFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), beta_(cfg.swish_beta) {
@@ -65,9 +72,9 @@ GatedFfnImpl::GatedFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), 
 }
 
 torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
-  auto g = activate(act_, gate_proj(x), beta_);  // (B, T, F) φ(W1x)
+  auto g = activate(act_, linear_2d(x, gate_proj), beta_);  // (B, T, F) φ(W1x)
   if (keep_hidden) last_hidden = g.detach();
-  return down_proj(g * up_proj(x));  // W2·(φ(W1x) ⊙ W3x): (B, T, C)
+  return linear_2d(g * linear_2d(x, up_proj), down_proj);  // W2·(φ(W1x) ⊙ W3x): (B, T, C)
 }
 
 }  // namespace lmx

@@ -6,6 +6,7 @@
 #include "model/block.h"
 #include "model/ffn.h"
 #include "model/init.h"
+#include "model/linear.h"
 #include "model/norm.h"
 #include "model/position.h"
 #include "util/error.h"
@@ -24,7 +25,7 @@ class LmHeadImpl : public torch::nn::Module {
     weight = cfg.tie_embeddings ? tied_weight : register_parameter("weight", torch::zeros({cfg.vocab_size, cfg.d_model}));
     if (cfg.bias) bias = register_parameter("bias", torch::zeros({cfg.vocab_size}));
   }
-  torch::Tensor forward(const torch::Tensor& x) { return torch::linear(x, weight, bias); }  // (B, T, V)
+  torch::Tensor forward(const torch::Tensor& x) { return linear_2d(x, weight, bias); }  // (B, T, V)
 
   torch::Tensor weight, bias;
 };

@@ -1,0 +1,20 @@
+// A linear layer applied to (..., in) through one 2-D GEMM: LibTorch 1.13 runs a 3-D input
+// with a bias as matmul + a separate add_ (and its backward), a 2-D one as addmm, which adds
+// the bias inside the GEMM. Same result.
+#pragma once
+#include <torch/nn/modules/linear.h>
+
+namespace lmx {
+
+inline torch::Tensor linear_2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (x.dim() <= 2 || !bias.defined()) return torch::linear(x, weight, bias);
+  auto shape = x.sizes().vec();
+  shape.back() = weight.size(0);
+  return torch::linear(x.reshape({-1, x.size(-1)}), weight, bias).view(shape);
+}
+
+inline torch::Tensor linear_2d(const torch::Tensor& x, const torch::nn::Linear& layer) {
+  return linear_2d(x, layer->weight, layer->bias);
+}
+
+}  // namespace lmx
