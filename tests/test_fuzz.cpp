@@ -19,6 +19,7 @@
 #include "experiments/spec.h"
 #include "helpers.h"
 #include "model/checkpoint.h"
+#include "model/safetensors.h"
 #include "train/train_state.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -321,4 +322,25 @@ TEST_CASE("fuzz: the lmx binary turns bad files into one error line and exit 2",
     CHECK(r.code == 2);
     CHECK(r.output.find("bad.safetensors") != std::string::npos);
   }
+}
+
+TEST_CASE("fuzz regressions: inputs that once escaped as other exceptions", "[fuzz]") {
+  TempDir dir;
+  // scripts/fuzz.sh config: a complex (`? `) key made yaml-cpp throw BadConversion (exit 1).
+  for (const char* text : {"? position:\n", "model:\n  ? [a]\n  : 1\n", "? {a: b}\n", "model: {? : 3}\n"}) {
+    INFO(text);
+    try {
+      parse_config(text, "k.yaml");
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).rfind("k.yaml", 0) == 0);
+    }
+    const std::string spec = dir.write("s.yaml", std::string("base: x.yaml\n") + text);
+    CHECK_THROWS_AS(load_spec(spec), InputError);
+  }
+  // test_fuzz checkpoint: a number that overflows double in the JSON header (json out_of_range).
+  const std::string header = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,2701e308]}}";
+  uint64_t n = header.size();
+  const std::string path = dir.write("o.safetensors", std::string(reinterpret_cast<const char*>(&n), 8) + header + "abcd");
+  CHECK_THROWS_AS(read_safetensors(path), InputError);
 }

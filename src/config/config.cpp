@@ -74,8 +74,29 @@ void apply_file(Config& cfg, const std::string& path, std::vector<std::string>& 
   chain.pop_back();
 }
 
+// A mapping key as a name; a list, mapping or empty (`? `) key is an InputError at its place.
+std::string key_name(const YAML::Node& key, const std::string& file) {
+  if (!key.IsScalar())
+    throw InputError(fmt::format("{}: a key must be a plain name, not a list, a mapping or empty", where(file, key.Mark())));
+  return key.Scalar();
+}
+
+void apply_tree_body(Config& cfg, const YAML::Node& root, const std::string& file,
+                     std::vector<std::string>& chain, bool allow_extends);
+
+// Any yaml-cpp exception left (a conversion the checks did not foresee) is still an InputError
+// naming the file, line and column.
 void apply_tree(Config& cfg, const YAML::Node& root, const std::string& file,
                 std::vector<std::string>& chain, bool allow_extends) {
+  try {
+    apply_tree_body(cfg, root, file, chain, allow_extends);
+  } catch (const YAML::Exception& e) {
+    throw InputError(fmt::format("{}: {}", where(file, e.mark), e.msg));
+  }
+}
+
+void apply_tree_body(Config& cfg, const YAML::Node& root, const std::string& file,
+                     std::vector<std::string>& chain, bool allow_extends) {
   if (!root || root.IsNull())
     throw InputError(fmt::format("{}: empty config", file),
                      "a config needs at least one of model:, train:, data: or extends:");
@@ -90,7 +111,7 @@ void apply_tree(Config& cfg, const YAML::Node& root, const std::string& file,
     apply_file(cfg, base_path.lexically_normal().string(), chain);
   }
   for (const auto& item : root) {
-    std::string name = item.first.as<std::string>();
+    std::string name = key_name(item.first, file);
     std::string at = where(file, item.first.Mark());
     if (name == "extends") continue;
     if (std::find(kSections.begin(), kSections.end(), name) == kSections.end())
@@ -101,7 +122,7 @@ void apply_tree(Config& cfg, const YAML::Node& root, const std::string& file,
     if (!body.IsMap())
       throw InputError(fmt::format("{}: section {} must be a mapping of keys", at, name));
     for (const auto& kv : body) {
-      std::string key = kv.first.as<std::string>();
+      std::string key = key_name(kv.first, file);
       std::string kat = where(file, kv.first.Mark());
       const Field* field = find_field(name + "." + key);
       if (!field)

@@ -30,7 +30,7 @@ std::vector<std::string> overrides(const std::string& file, const YAML::Node& n,
   if (!n || n.IsNull()) return out;
   if (!n.IsMap()) throw InputError(fmt::format("{}: {} expects a mapping of section.key: value", at(file, n), what));
   for (const auto& kv : n) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = scalar(file, kv.first, "a key");
     out.push_back(key + "=" + scalar(file, kv.second, key));
   }
   return out;
@@ -38,7 +38,21 @@ std::vector<std::string> overrides(const std::string& file, const YAML::Node& n,
 
 }  // namespace
 
+namespace {
+ExperimentSpec load_spec_body(const std::string& path);
+}  // namespace
+
+// Any yaml-cpp exception the checks did not foresee is still an InputError at its place.
 ExperimentSpec load_spec(const std::string& path) {
+  try {
+    return load_spec_body(path);
+  } catch (const YAML::Exception& e) {
+    throw InputError(fmt::format("{}:{}:{}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
+
+namespace {
+ExperimentSpec load_spec_body(const std::string& path) {
   ExperimentSpec spec;
   spec.path = path;
   std::error_code ec;
@@ -52,7 +66,7 @@ ExperimentSpec load_spec(const std::string& path) {
   if (!root.IsMap()) throw InputError(fmt::format("{}: an experiment spec is a mapping (kind, base, seeds, set, points, grid, quick)", path));
   static const std::vector<std::string> keys = {"kind", "base", "seeds", "set", "points", "grid", "quick", "description"};
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = scalar(path, kv.first, "a key");
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       std::string near = closest(key, keys);
       throw InputError(fmt::format("{}: unknown key '{}'{}; valid: {}", at(path, kv.first), key,
@@ -80,12 +94,12 @@ ExperimentSpec load_spec(const std::string& path) {
   spec.quick = overrides(path, root["quick"], "quick");
   if (auto p = root["points"]) {
     if (!p.IsMap()) throw InputError(fmt::format("{}: points expects a mapping name: {{key: value, ...}}", at(path, p)));
-    for (const auto& kv : p) spec.points.emplace_back(kv.first.as<std::string>(), overrides(path, kv.second, "a point"));
+    for (const auto& kv : p) spec.points.emplace_back(scalar(path, kv.first, "a point name"), overrides(path, kv.second, "a point"));
   }
   if (auto g = root["grid"]) {
     if (!g.IsMap()) throw InputError(fmt::format("{}: grid expects a mapping key: [values]", at(path, g)));
     for (const auto& kv : g) {
-      const std::string key = kv.first.as<std::string>();
+      const std::string key = scalar(path, kv.first, "a grid key");
       if (!kv.second.IsSequence() || kv.second.size() == 0)
         throw InputError(fmt::format("{}: grid axis {} expects a non-empty list", at(path, kv.second), key));
       std::vector<std::string> values;
@@ -95,6 +109,7 @@ ExperimentSpec load_spec(const std::string& path) {
   }
   return spec;
 }
+}  // namespace
 
 void add_cli_sets(ExperimentSpec& spec, const std::vector<std::string>& sets) {
   for (const auto& s : sets) {
