@@ -1,7 +1,7 @@
 // The fused causal-attention kernel (model/fused_attention.h) against the plain LibTorch path:
 // outputs and gradients of the autograd Function for MHA / GQA / MQA, with and without RoPE
 // (both layouts), odd lengths; whole models (logits and every parameter gradient) with the
-// kernels on and off (the fused RMSNorm included); KV-cached decoding through the kernel ≡ the full forward.
+// kernels on and off (the fused RMSNorm and SwiGLU included); KV-cached decoding through the kernel ≡ the full forward.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -97,6 +97,7 @@ TEST_CASE("fused attention: whole-model logits and parameter gradients equal the
     DYNAMIC_SECTION(position << " Hk=" << kv_heads << " " << norm) {
       ModelConfig c = model_config(position, kv_heads, bias);
       c.norm = norm;  // rmsnorm: the fused RMSNorm too
+      if (c.norm == "rmsnorm") c.ffn = "swiglu", c.d_ff = 100;  // the fused SwiGLU, a width with a tail
       torch::manual_seed(3);
       ModernLM model(c);
       torch::manual_seed(4);

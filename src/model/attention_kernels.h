@@ -49,6 +49,13 @@ struct BackwardArgs {
 };
 using BackwardFn = void (*)(const BackwardArgs&, const AttnShape&, float* scratch);
 
+// SwiGLU on rows of the packed gate|up projection gu (rows, 2F): out (rows, F) =
+// silu(gate)·up; backward: dgu (rows, 2F) from dout. Same kernel files, same dispatch.
+using SwigluForwardFn = void (*)(const float* gu, int64_t rows, int64_t F, float* out);
+using SwigluBackwardFn = void (*)(const float* gu, const float* dout, int64_t rows, int64_t F, float* dgu);
+SwigluForwardFn swiglu_forward_kernel();
+SwigluBackwardFn swiglu_backward_kernel();
+
 // The best variant for this CPU (AVX2+FMA when available).
 ForwardFn forward_kernel();
 BackwardFn backward_kernel();
@@ -57,10 +64,14 @@ const char* kernel_isa();
 namespace avx2 {
 void forward(const ForwardArgs&, const AttnShape&, float*);
 void backward(const BackwardArgs&, const AttnShape&, float*);
+void swiglu_forward(const float*, int64_t, int64_t, float*);
+void swiglu_backward(const float*, const float*, int64_t, int64_t, float*);
 }  // namespace avx2
 namespace generic {
 void forward(const ForwardArgs&, const AttnShape&, float*);
 void backward(const BackwardArgs&, const AttnShape&, float*);
+void swiglu_forward(const float*, int64_t, int64_t, float*);
+void swiglu_backward(const float*, const float*, int64_t, int64_t, float*);
 }  // namespace generic
 
 }  // namespace lmx::kernels

@@ -33,6 +33,16 @@ BackwardFn backward_kernel() {
   return fn;
 }
 
+SwigluForwardFn swiglu_forward_kernel() {
+  static const SwigluForwardFn fn = has_avx2() ? &avx2::swiglu_forward : &generic::swiglu_forward;
+  return fn;
+}
+
+SwigluBackwardFn swiglu_backward_kernel() {
+  static const SwigluBackwardFn fn = has_avx2() ? &avx2::swiglu_backward : &generic::swiglu_backward;
+  return fn;
+}
+
 const char* kernel_isa() { return has_avx2() ? "avx2+fma" : "sse2"; }
 
 }  // namespace lmx::kernels

@@ -4,8 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <torch/autograd.h>
+
 #include <cmath>
 
+#include "model/attention_kernels.h"
+#include "model/fused_attention.h"
 #include "model/linear.h"
 #include "util/error.h"
 
@@ -71,7 +75,44 @@ GatedFfnImpl::GatedFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), 
   down_proj = register_module("down_proj", linear(F, cfg.d_model, /*with_bias=*/cfg.bias));
 }
 
+namespace {
+
+// silu(gate)·up on the packed (rows, 2F) output of one gate|up GEMM, as one autograd op whose
+// backward writes the packed gradient (no narrow views, no separate silu / mul ops).
+class SwigluFn : public torch::autograd::Function<SwigluFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gu_in) {
+    auto gu = gu_in.contiguous();
+    const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
+    auto out = torch::empty({rows, F}, gu.options());
+    kernels::swiglu_forward_kernel()(gu.data_ptr<float>(), rows, F, out.data_ptr<float>());
+    ctx->save_for_backward({gu});
+    return out;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto gu = ctx->get_saved_variables()[0];
+    auto dy = grads[0].contiguous();
+    auto dgu = torch::empty_like(gu);
+    const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
+    kernels::swiglu_backward_kernel()(gu.data_ptr<float>(), dy.data_ptr<float>(), rows, F, dgu.data_ptr<float>());
+    return {dgu};
+  }
+};
+
+}  // namespace
+
 torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
+  if (act_ == Activation::Silu && !keep_hidden && x.scalar_type() == torch::kFloat32 && x.device().is_cpu() &&
+      fused_attention_enabled()) {
+    // SwiGLU: one GEMM with gate_proj and up_proj stacked (the parameters keep their names),
+    // then the fused silu·mul.
+    auto w = torch::cat({gate_proj->weight, up_proj->weight}, 0);  // (2F, C)
+    auto b = gate_proj->bias.defined() ? torch::cat({gate_proj->bias, up_proj->bias}, 0) : torch::Tensor();
+    auto gu = torch::linear(x.reshape({-1, x.size(-1)}), w, b);   // (B·T, 2F)
+    auto shape = x.sizes().vec();
+    return linear_2d(SwigluFn::apply(gu), down_proj).view(shape);  // (B, T, C)
+  }
   auto g = activate(act_, linear_2d(x, gate_proj), beta_);  // (B, T, F) φ(W1x)
   if (keep_hidden) last_hidden = g.detach();
   return linear_2d(g * linear_2d(x, up_proj), down_proj);  // W2·(φ(W1x) ⊙ W3x): (B, T, C)
