@@ -31,5 +31,6 @@ void add_extrapolate_command(CLI::App& app, Globals& g);
 void add_ablate_command(CLI::App& app, Globals& g);
 void add_bench_command(CLI::App& app, Globals& g);
 void add_uptrain_command(CLI::App& app, Globals& g);
+void add_launch_command(CLI::App& app, Globals& g);
 
 }  // namespace lmx::cli

@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "data/baselines.h"
 #include "data/corpus.h"
+#include "dist/dist.h"
 #include "model/checkpoint.h"
 #include "model/memory.h"
 #include "train/evaluate.h"
@@ -113,6 +114,10 @@ void add_train_commands(CLI::App& app, Globals& g) {
   train->add_flag("--no-memory-check", ta->no_memory_check, "train even when the memory estimate exceeds MemAvailable");
   train->callback([&g, ta] {
     g.run = [&g, ta] {
+      // Data-parallel when launched by torchrun / srun / lmx launch (docs/SCALING.md).
+      dist::Group* group = dist::init_from_env();
+      const bool writer = dist::writer();
+      if (!writer) spdlog::set_level(spdlog::level::warn);
       Config cfg;
       std::vector<uint64_t> seeds;
       std::string out;
@@ -134,17 +139,24 @@ void add_train_commands(CLI::App& app, Globals& g) {
       if (g.device_given) cfg.train.device = g.device;
       data::Corpus corpus = data::load_corpus(cfg.data);
       const Config resolved = resolve_for_corpus(cfg, corpus);
+      if (group && resolved.train.batch_size < group->world())
+        throw InputError(fmt::format("train.batch_size {} is smaller than the {} data-parallel processes",
+                                     resolved.train.batch_size, group->world()),
+                         "each rank needs at least one row of every global batch: raise train.batch_size");
       // Resource guard and output checks, before any model is allocated.
       if (!ta->no_memory_check) check_training_memory(resolved, available_memory_bytes());
-      if (resume) check_writable(out);
-      else prepare_out_dir(out);
-      const double ckpt_bytes = 16.0 * static_cast<double>(estimate_training_memory(resolved).params);
-      check_free_space(out, 2 * ckpt_bytes + 4e6, "checkpoints (weights and AdamW state, written atomically)");
-      if (!resume) write_invocation(out, {cfg, seeds});
+      if (writer) {
+        if (resume) check_writable(out);
+        else prepare_out_dir(out);
+        const double ckpt_bytes = 16.0 * static_cast<double>(estimate_training_memory(resolved).params);
+        check_free_space(out, 2 * ckpt_bytes + 4e6, "checkpoints (weights and AdamW state, written atomically)");
+        if (!resume) write_invocation(out, {cfg, seeds});
+      }
+      if (group) out = group->broadcast_string("train/out", out);  // rank 0's (timestamped) directory
       log::info("train", "{} -> {} (seeds {}{})", cfg.source, out, fmt::join(seeds, ","), resume ? ", resuming" : "");
       const double unigram_test = data::split_stats(corpus, data::Split::Test).unigram_ppl();
       signals::install();
-      const bool tty = isatty(STDERR_FILENO) && !log::quiet();
+      const bool tty = writer && isatty(STDERR_FILENO) && !log::quiet();
       Table rows;
       int code = 0;
       for (uint64_t seed : seeds) {
@@ -163,19 +175,21 @@ void add_train_commands(CLI::App& app, Globals& g) {
           }
           ro.resume = resumable_status(status);
         }
-        fs::create_directories(run_dir);
+        if (writer) fs::create_directories(run_dir);
         RunResult r = train_run(cfg, corpus, ro);
         r.unigram_test_ppl = unigram_test;
         Table one = seed_rows({{cfg.name, resolved, r}});
-        write_file_atomic(result_csv, one.csv());
+        if (writer) write_file_atomic(result_csv, one.csv());
         if (rows.header.empty()) rows.header = one.header;
         rows.add(one.rows.at(0));
-        write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(rows).csv());
+        if (writer) write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(rows).csv());
         if (r.status == "interrupted") {
           code = 130;
           break;
         }
       }
+      dist::shutdown();
+      if (!writer) return code;
       write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(rows).csv());
       std::string md = summary_markdown(rows);
       write_file_atomic((fs::path(out) / "summary.md").string(), md);

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "data/batch.h"
+#include "dist/dist.h"
 #include "model/checkpoint.h"
 #include "model/memory.h"
 #include "train/schedule.h"
@@ -68,14 +69,37 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
                       const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss) {
   set_lr(optimizer, lr);
   auto logits = model->forward(inputs);  // (B, T, V)
-  auto loss = torch::nn::functional::cross_entropy(
-      logits.reshape({-1, logits.size(-1)}), targets.reshape(-1),
-      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore));
+  dist::Group* group = dist::current();
+  StepResult r;
+  torch::Tensor loss;
+  if (!group) {
+    loss = torch::nn::functional::cross_entropy(
+        logits.reshape({-1, logits.size(-1)}), targets.reshape(-1),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore));
+    r.tokens = (targets != data::kIgnore).sum().item<int64_t>();
+  } else {
+    // Data-parallel: this rank's token losses summed over the global batch's token count, so
+    // that the sum of the ranks' gradients is one process's gradient of the global batch.
+    auto nll = torch::nn::functional::cross_entropy(
+        logits.reshape({-1, logits.size(-1)}), targets.reshape(-1),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore).reduction(torch::kSum));
+    const double local_tokens = static_cast<double>((targets != data::kIgnore).sum().item<int64_t>());
+    const double global_tokens = group->sum(local_tokens, "token count all-reduce");
+    r.tokens = static_cast<int64_t>(global_tokens);
+    loss = nll / std::max(1.0, global_tokens);
+  }
   if (poison_loss) loss = loss * std::nan("");
   optimizer.zero_grad();
   loss.backward();
-  StepResult r;
-  r.loss = loss.item<double>();
+  if (group) {
+    dist::fault_point();
+    std::vector<torch::Tensor> reduce{loss.detach().reshape({1}).clone()};
+    for (auto& p : model->parameters()) reduce.push_back(p.grad());
+    group->allreduce_sum(reduce, "gradient all-reduce");
+    r.loss = reduce[0].item<double>();
+  } else {
+    r.loss = loss.item<double>();
+  }
   r.grad_norm = clip_gradients(model, grad_clip);
   if (std::isfinite(r.loss) && std::isfinite(r.grad_norm)) {
     optimizer.step();
@@ -176,13 +200,14 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   torch::manual_seed(opt.seed);
   ModernLM model(cfg.model);
   if (!opt.init_from.empty()) load_weights(*model, read_checkpoint(opt.init_from));
+  const bool writer = dist::writer();  // data-parallel: only rank 0 writes
   model->train();
   res.params = count_parameters(model);
   auto optimizer = make_optimizer(model, t);
 
   data::Layout layout = data::parse_layout(cfg.data.layout);
   data::Batcher batcher(data::make_rows(corpus.train, layout, cfg.data.seq_len, corpus.vocab.eos),
-                        t.batch_size, opt.seed, corpus.vocab.pad);
+                        t.batch_size, opt.seed, corpus.vocab.pad, dist::rank(), dist::world());
   const int64_t per_epoch = std::max<int64_t>(1, batcher.batches_per_epoch());
   const int64_t total = t.steps > 0 ? t.steps : t.epochs * per_epoch;
 
@@ -214,14 +239,19 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
     res.final_train_loss = state.final_train_loss;
     res.best_val_ppl = state.best_val_ppl;
     res.final_val_ppl = state.final_val_ppl;
-    truncate_metrics(metrics_path, state.steps);
+    if (writer) truncate_metrics(metrics_path, state.steps);
     log::info("train", "seed {}: resuming {} after step {}", opt.seed, opt.run_dir, state.steps);
   }
 
-  write_file_atomic((fs::path(opt.run_dir) / "config.yaml").string(), to_yaml(cfg));
-  CsvAppender metrics(metrics_path,
-                      {"step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s", "val_loss", "val_ppl"},
-                      /*append=*/opt.resume);
+  // Every rank starts from rank 0's weights (the same seed gives the same init; this makes sure).
+  if (auto* group = dist::current()) group->broadcast(model->parameters(), "broadcast of the initial weights");
+  if (writer) write_file_atomic((fs::path(opt.run_dir) / "config.yaml").string(), to_yaml(cfg));
+  std::optional<CsvAppender> metrics;
+  if (writer)
+    metrics.emplace(metrics_path,
+                    std::vector<std::string>{"step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s",
+                                             "val_loss", "val_ppl"},
+                    /*append=*/opt.resume);
 
   EvalOptions val_opt;
   val_opt.split = data::Split::Val;
@@ -233,6 +263,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
 
   // Writes the checkpoint; with optimizer state when the run can be continued from it.
   auto checkpoint = [&](const std::string& status, double train_seconds) {
+    if (!writer) return;
     state.status = status;
     state.steps = res.steps;
     state.epoch = static_cast<double>(res.steps) / per_epoch;
@@ -277,14 +308,14 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
                                 bad.empty() ? "" : fmt::format(", first non-finite gradient in {} (parameter group {})",
                                                                bad, parameter_group(bad)));
       log::warn("train", "seed {} diverged at {}", opt.seed, res.message);
-      metrics.row({std::to_string(step), fmt_num(static_cast<double>(step) / per_epoch, 3),
+      if (metrics) metrics->row({std::to_string(step), fmt_num(static_cast<double>(step) / per_epoch, 3),
                    fmt::format("{}", loss_v), fmt::format("{:.6g}", lr), fmt::format("{}", gnorm), "", "", ""});
       break;
     }
     res.steps = step + 1;
     res.final_train_loss = loss_v;
-    state.tokens_seen += batch.tokens;
-    const double tps = batch.tokens / std::max(1e-9, seconds_since(t_step));
+    state.tokens_seen += sr.tokens;  // the global batch's
+    const double tps = sr.tokens / std::max(1e-9, seconds_since(t_step));
     smoothed_tps = smoothed_tps == 0 ? tps : 0.9 * smoothed_tps + 0.1 * tps;
 
     std::string val_loss, val_ppl;
@@ -298,7 +329,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
       log::info("train", "seed {} step {}/{}: train loss {:.4f}, val loss {:.4f}, val ppl {:.3f}",
                 opt.seed, step + 1, total, loss_v, v.loss, v.ppl);
     }
-    metrics.row({std::to_string(step + 1), fmt_num(static_cast<double>(step + 1) / per_epoch, 3),
+    if (metrics) metrics->row({std::to_string(step + 1), fmt_num(static_cast<double>(step + 1) / per_epoch, 3),
                  fmt::format("{:.6f}", loss_v), fmt::format("{:.6g}", lr), fmt::format("{:.6g}", gnorm),
                  fmt::format("{:.0f}", tps), val_loss, val_ppl});
     const double elapsed = seconds_since(t_train);
@@ -312,7 +343,9 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
                 step + 1, total, loss_v, lr, smoothed_tps, eta);
     }
     if (step + 1 == opt.interrupt_after_step) signals::raise_interrupt();  // fault injection (tests)
-    if (signals::interrupted()) {
+    // Data-parallel: every rank stops after the same step when any of them got the signal.
+    if (dist::current() ? dist::current()->any(signals::interrupted(), "interrupt all-reduce")
+                        : signals::interrupted()) {
       res.status = "interrupted";
       res.message = fmt::format("interrupted after step {}; continue with lmx train --resume", step + 1);
       if (opt.progress) fmt::print(stderr, "\n");

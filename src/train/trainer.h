@@ -64,10 +64,13 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 // forward, cross-entropy (kIgnore targets skipped), backward, clip to grad_clip, then the
 // AdamW step only when the loss and the gradient norm are finite (stepped = false otherwise;
 // the gradients are left for inspection). poison_loss multiplies the loss by NaN (tests).
+// Under dist::current() (data-parallel) the loss and gradients are those of the global batch:
+// token losses over the global token count, gradients sum-all-reduced across the ranks.
 struct StepResult {
   double loss = 0;
   double grad_norm = 0;
   bool stepped = false;
+  int64_t tokens = 0;  // target tokens of the (global) batch
 };
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss = false);

@@ -1,0 +1,164 @@
+// lmx launch --nproc N -- train CONFIG ...: N local data-parallel workers on loopback, with
+// the environment torchrun sets (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "cli/app.h"
+#include "dist/dist.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/signals.h"
+
+namespace lmx::cli {
+
+namespace {
+
+// A TCP port that is free now on 127.0.0.1 (the kernel's pick).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw RuntimeError("lmx launch: cannot open a socket to find a free port");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw RuntimeError("lmx launch: cannot bind a loopback port", "pass --master-port P");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string describe(int wstatus) {
+  if (WIFEXITED(wstatus)) return fmt::format("exit code {}", WEXITSTATUS(wstatus));
+  if (WIFSIGNALED(wstatus)) return fmt::format("signal {} ({})", WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
+  return "unknown status";
+}
+
+int exit_code(int wstatus) {
+  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+  return 1;
+}
+
+}  // namespace
+
+void add_launch_command(CLI::App& app, Globals& g) {
+  struct Args {
+    int nproc = 2;
+    int master_port = 0;
+    std::vector<std::string> command;
+  };
+  auto a = std::make_shared<Args>();
+  auto* launch = app.add_subcommand(
+      "launch", "Start N local data-parallel workers (as torchrun does): lmx launch --nproc 2 -- train CONFIG");
+  launch->add_option("--nproc", a->nproc, "worker processes (default 2)")->check(CLI::Range(1, 1024));
+  launch->add_option("--master-port", a->master_port, "rendezvous port on 127.0.0.1 (default: a free one)")
+      ->check(CLI::Range(1, 65535));
+  launch->add_option("command", a->command, "the lmx verb and its arguments, after --")->required();
+  launch->callback([&g, a] {
+    g.run = [&g, a] {
+      if (a->command.empty() || a->command.front() != "train")
+        throw InputError("lmx launch runs `train` only (the data-parallel verb)",
+                         "lmx launch --nproc 2 -- train configs/textbook.yaml");
+      const char* rank_set = std::getenv("RANK");
+      if (rank_set && *rank_set)
+        throw InputError("lmx launch: RANK is already set (inside torchrun or srun?)",
+                         "run lmx train directly under the other launcher, or unset RANK and WORLD_SIZE");
+      const int port = a->master_port > 0 ? a->master_port : free_port();
+      // The global options reach every worker.
+      std::vector<std::string> args{"lmx"};
+      if (g.threads > 0) args.insert(args.end(), {"--threads", std::to_string(g.threads)});
+      if (g.device_given) args.insert(args.end(), {"--device", g.device});
+      if (g.seed >= 0) args.insert(args.end(), {"--seed", std::to_string(g.seed)});
+      if (!g.out.empty()) args.insert(args.end(), {"--out", g.out});
+      for (int i = 0; i < g.verbose; ++i) args.push_back("-v");
+      if (g.quiet) args.push_back("-q");
+      args.insert(args.end(), a->command.begin(), a->command.end());
+      std::vector<char*> argv;
+      for (auto& s : args) argv.push_back(s.data());
+      argv.push_back(nullptr);
+
+      log::info("launch", "{} workers, rendezvous at 127.0.0.1:{}", a->nproc, port);
+      signals::install();
+      std::vector<pid_t> pids(a->nproc, -1);
+      for (int r = 0; r < a->nproc; ++r) {
+        const pid_t pid = fork();
+        if (pid < 0) throw RuntimeError("lmx launch: fork failed");
+        if (pid == 0) {
+          setpgid(0, 0);  // the launcher forwards Ctrl-C once (util/signals)
+          setenv("RANK", std::to_string(r).c_str(), 1);
+          setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+          setenv("WORLD_SIZE", std::to_string(a->nproc).c_str(), 1);
+          setenv("LOCAL_WORLD_SIZE", std::to_string(a->nproc).c_str(), 1);
+          setenv("MASTER_ADDR", "127.0.0.1", 1);
+          setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+          execv("/proc/self/exe", argv.data());
+          fmt::print(stderr, "lmx launch: cannot execute /proc/self/exe: {}\n", strerror(errno));
+          _exit(127);
+        }
+        pids[r] = pid;
+        signals::add_child(pid);
+      }
+      // Wait for all. After the first failure the others get the rendezvous timeout (plus a
+      // margin) to fail on their own with their message, then they are terminated.
+      int code = 0, alive = a->nproc;
+      std::optional<std::chrono::steady_clock::time_point> deadline;
+      const auto grace = dist::timeout_from_env() + std::chrono::seconds(10);
+      bool terminated = false;
+      while (alive > 0) {
+        int wstatus = 0;
+        const pid_t pid = waitpid(-1, &wstatus, WNOHANG);
+        if (pid > 0) {
+          int r = 0;
+          while (r < a->nproc && pids[r] != pid) ++r;
+          if (r == a->nproc) continue;
+          signals::remove_child(pid);
+          pids[r] = -1;
+          --alive;
+          if (exit_code(wstatus) != 0) {
+            if (code == 0) code = exit_code(wstatus);
+            if (!signals::interrupted())
+              log::warn("launch", "rank {} failed ({}){}", r, describe(wstatus),
+                        deadline || alive == 0
+                            ? ""
+                            : fmt::format("; the others get {:.0f}s to exit", std::chrono::duration<double>(grace).count()));
+            if (!deadline) deadline = std::chrono::steady_clock::now() + grace;
+          }
+          continue;
+        }
+        if (pid < 0 && errno != EINTR) break;
+        if (deadline && std::chrono::steady_clock::now() > *deadline) {
+          for (int r = 0; r < a->nproc; ++r)
+            if (pids[r] > 0) {
+              log::warn("launch", "rank {} did not exit after a worker failed: {}", r,
+                        terminated ? "killing it" : "terminating it");
+              kill(pids[r], terminated ? SIGKILL : SIGCONT);
+              if (!terminated) kill(pids[r], SIGTERM);
+            }
+          deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+          terminated = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (code != 0 && !signals::interrupted())
+        throw RuntimeError(fmt::format("lmx launch: a worker failed (exit code {}); see the rank errors above", code),
+                           "with LMX_DIST_TIMEOUT=S the others give up after S seconds");
+      return code;
+    };
+  });
+}
+
+}  // namespace lmx::cli

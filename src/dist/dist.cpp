@@ -1,0 +1,333 @@
+#include "dist/dist.h"
+
+// Debian's libtorch-dev ships the c10d headers; ProcessGroupGloo.hpp is guarded by this
+// macro (the library itself is built with Gloo) and needs libgloo-dev's headers.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO 1
+#endif
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "util/error.h"
+#include "util/log.h"
+
+namespace lmx::dist {
+
+namespace {
+
+int parse_int(const GetEnv& getenv, const char* name, int lo, int hi) {
+  const char* v = getenv(name);
+  if (!v || !*v) throw InputError(fmt::format("{} is not set", name));
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < lo || n > hi)
+    throw InputError(fmt::format("{}={}: expected an integer in [{}, {}]", name, v, lo, hi),
+                     "set by torchrun, srun or lmx launch; unset it to train in one process");
+  return static_cast<int>(n);
+}
+
+bool is_set(const GetEnv& getenv, const char* name) {
+  const char* v = getenv(name);
+  return v && *v;
+}
+
+std::string first_line(const std::string& s) {
+  std::string line = s.substr(0, s.find('\n'));
+  // c10 messages end with "Exception raised from ... (most recent call first)" noise.
+  const auto pos = line.find("Exception raised from");
+  if (pos != std::string::npos) line = line.substr(0, pos);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\n')) line.pop_back();
+  return line;
+}
+
+std::string error_text(const std::exception& e) {
+  if (auto* ce = dynamic_cast<const c10::Error*>(&e)) return first_line(ce->what_without_backtrace());
+  return first_line(e.what());
+}
+
+// Never destroyed at exit: after a failure, a process group's destructor may wait on a dead
+// peer; the clean path calls shutdown().
+std::unique_ptr<Group>& current_ptr() {
+  static auto* g = new std::unique_ptr<Group>();
+  return *g;
+}
+
+}  // namespace
+
+std::string slurm_first_host(const std::string& nodelist) {
+  // The first entry ends at a comma outside brackets.
+  std::string first;
+  int depth = 0;
+  for (char c : nodelist) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ',' && depth == 0) break;
+    first += c;
+  }
+  const auto open = first.find('[');
+  if (open == std::string::npos) return first;
+  std::string range = first.substr(open + 1);
+  const auto cut = range.find_first_of(",]");
+  range = range.substr(0, cut);
+  const auto dash = range.find('-');
+  return first.substr(0, open) + (dash == std::string::npos ? range : range.substr(0, dash));
+}
+
+Env read_env(const GetEnv& getenv) {
+  Env env;
+  const char* off = getenv("LMX_DIST");
+  if (off && std::string(off) == "0") return env;
+  if (is_set(getenv, "WORLD_SIZE") || is_set(getenv, "RANK")) {
+    env.world = parse_int(getenv, "WORLD_SIZE", 1, 1 << 20);
+    env.rank = parse_int(getenv, "RANK", 0, env.world - 1);
+    env.local_rank = is_set(getenv, "LOCAL_RANK") ? parse_int(getenv, "LOCAL_RANK", 0, 1 << 20) : 0;
+    env.launcher = "env";
+    if (env.world > 1) {
+      if (!is_set(getenv, "MASTER_ADDR"))
+        throw InputError(fmt::format("rank {}: MASTER_ADDR is not set (WORLD_SIZE={})", env.rank, env.world),
+                         "launch with torchrun --no_python, srun or lmx launch, which set it");
+      env.master_addr = getenv("MASTER_ADDR");
+      env.master_port = parse_int(getenv, "MASTER_PORT", 1, 65535);
+    }
+    const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+    env.agent_store = agent && std::string(agent) == "True";
+    const char* restart = getenv("TORCHELASTIC_RESTART_COUNT");
+    if (restart && *restart) env.store_prefix = fmt::format("lmx/{}", restart);
+  } else if (is_set(getenv, "SLURM_NTASKS") && is_set(getenv, "SLURM_PROCID")) {
+    env.world = parse_int(getenv, "SLURM_NTASKS", 1, 1 << 20);
+    env.rank = parse_int(getenv, "SLURM_PROCID", 0, env.world - 1);
+    env.local_rank = is_set(getenv, "SLURM_LOCALID") ? parse_int(getenv, "SLURM_LOCALID", 0, 1 << 20) : 0;
+    env.launcher = "slurm";
+    if (env.world > 1) {
+      if (is_set(getenv, "MASTER_ADDR")) {
+        env.master_addr = getenv("MASTER_ADDR");
+      } else {
+        const char* list = getenv("SLURM_JOB_NODELIST");
+        if (!list || !*list) list = getenv("SLURM_NODELIST");
+        if (!list || !*list)
+          throw InputError(fmt::format("rank {}: neither MASTER_ADDR nor SLURM_JOB_NODELIST is set", env.rank),
+                           "run under srun (or export MASTER_ADDR=<first host>)");
+        env.master_addr = slurm_first_host(list);
+      }
+      if (is_set(getenv, "MASTER_PORT")) {
+        env.master_port = parse_int(getenv, "MASTER_PORT", 1, 65535);
+      } else if (is_set(getenv, "SLURM_JOB_ID")) {
+        // One port per job, so that jobs sharing a node do not meet in one store.
+        env.master_port = 20000 + static_cast<int>(std::strtoul(getenv("SLURM_JOB_ID"), nullptr, 10) % 20000);
+      }
+      if (is_set(getenv, "SLURM_JOB_ID")) env.store_prefix = fmt::format("lmx/{}", getenv("SLURM_JOB_ID"));
+    }
+  }
+  return env;
+}
+
+Env read_env() {
+  return read_env([](const char* name) { return std::getenv(name); });
+}
+
+std::chrono::milliseconds timeout_from_env() {
+  const char* v = std::getenv("LMX_DIST_TIMEOUT");
+  if (!v || !*v) return std::chrono::seconds(120);
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (*end != '\0' || !(s > 0) || s > 86400)
+    throw InputError(fmt::format("LMX_DIST_TIMEOUT={}: expected seconds in (0, 86400]", v));
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
+
+struct Group::Impl {
+  int rank = 0, world = 1;
+  std::chrono::milliseconds timeout{0};
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+};
+
+Group::Group() : impl_(std::make_unique<Impl>()) {}
+Group::~Group() = default;
+int Group::rank() const { return impl_->rank; }
+int Group::world() const { return impl_->world; }
+std::chrono::milliseconds Group::timeout() const { return impl_->timeout; }
+
+void Group::fail(const std::string& what, const std::exception& e) const {
+  throw RuntimeError(
+      fmt::format("rank {} of {}: {} failed: {}: another worker died or hung (LMX_DIST_TIMEOUT={}s)", impl_->rank,
+                  impl_->world, what, error_text(e), impl_->timeout.count() / 1000.0),
+      "see the first failing rank's error; the unfinished seed has no final checkpoint or result");
+}
+
+std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds timeout) {
+  std::unique_ptr<Group> g(new Group());
+  g->impl_->rank = env.rank;
+  g->impl_->world = env.world;
+  g->impl_->timeout = timeout;
+  const std::string where = fmt::format("{}:{}", env.master_addr, env.master_port);
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(env.master_port);
+    so.isServer = env.rank == 0 && !env.agent_store;
+    so.numWorkers = env.agent_store ? c10::nullopt : c10::optional<std::size_t>(env.world);
+    so.waitWorkers = !env.agent_store;
+    so.timeout = timeout;
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+    g->impl_->store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, tcp);
+  } catch (const std::exception& e) {
+    throw RuntimeError(fmt::format("rank {} of {}: rendezvous at MASTER_ADDR:MASTER_PORT = {} failed: {}", env.rank,
+                                   env.world, where, error_text(e)),
+                       env.rank == 0 ? "is the port free? every rank must start within LMX_DIST_TIMEOUT"
+                                     : "is rank 0 running and MASTER_ADDR reachable from this host?");
+  }
+  try {
+    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    if (ifname && *ifname) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    } else if (env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    opts->threads = 2;
+    g->impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(g->impl_->store, env.rank, env.world, opts);
+  } catch (const std::exception& e) {
+    throw RuntimeError(fmt::format("rank {} of {}: connecting the Gloo process group via {} failed: {}", env.rank,
+                                   env.world, where, error_text(e)),
+                       "set GLOO_SOCKET_IFNAME to the network interface the hosts share");
+  }
+  return g;
+}
+
+void Group::allreduce_sum(const std::vector<torch::Tensor>& tensors, const std::string& what, int64_t bucket_bytes) {
+  // Buckets of same-dtype tensors, in order.
+  std::vector<std::vector<torch::Tensor>> buckets;
+  int64_t bytes = 0;
+  for (const auto& t : tensors) {
+    if (!t.defined()) continue;
+    const int64_t b = t.numel() * static_cast<int64_t>(t.element_size());
+    if (buckets.empty() || bytes + b > bucket_bytes || buckets.back().front().scalar_type() != t.scalar_type()) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+    buckets.back().push_back(t);
+    bytes += b;
+  }
+  std::vector<torch::Tensor> flat;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  try {
+    for (auto& bucket : buckets) {
+      std::vector<torch::Tensor> views;
+      for (auto& t : bucket) views.push_back(t.reshape(-1));
+      flat.push_back(torch::cat(views));
+      std::vector<torch::Tensor> one{flat.back()};
+      works.push_back(impl_->pg->allreduce(one));
+    }
+    for (auto& w : works) w->wait();
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+  torch::NoGradGuard no_grad;
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    int64_t offset = 0;
+    for (auto& t : buckets[k]) {
+      t.copy_(flat[k].narrow(0, offset, t.numel()).view_as(t));
+      offset += t.numel();
+    }
+  }
+}
+
+double Group::sum(double v, const std::string& what) {
+  auto t = torch::full({1}, v, torch::kDouble);
+  allreduce_sum({t}, what);
+  return t.item<double>();
+}
+
+bool Group::any(bool v, const std::string& what) { return sum(v ? 1.0 : 0.0, what) > 0; }
+
+void Group::broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what) {
+  try {
+    for (const auto& t : tensors) {
+      if (!t.defined()) continue;
+      torch::NoGradGuard no_grad;
+      auto c = t.detach().contiguous();
+      std::vector<torch::Tensor> one{c};
+      impl_->pg->broadcast(one)->wait();
+      if (c.data_ptr() != t.data_ptr()) t.detach().copy_(c);
+    }
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
+std::string Group::broadcast_string(const std::string& key, const std::string& value) {
+  try {
+    if (impl_->rank == 0) {
+      impl_->store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+      return value;
+    }
+    auto v = impl_->store->get(key);  // waits up to the store's timeout
+    return std::string(v.begin(), v.end());
+  } catch (const std::exception& e) {
+    fail(fmt::format("receiving '{}' from rank 0", key), e);
+  }
+}
+
+void Group::barrier(const std::string& what) {
+  try {
+    impl_->pg->barrier()->wait();
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
+Group* current() { return current_ptr().get(); }
+
+void set_current(std::unique_ptr<Group> group) { current_ptr() = std::move(group); }
+
+Group* init_from_env() {
+  if (current()) return current();
+  const Env env = read_env();
+  if (env.world <= 1) return nullptr;
+  const auto timeout = timeout_from_env();
+  log::info("dist", "rank {} of {} (local rank {}, {}): rendezvous at {}:{}", env.rank, env.world, env.local_rank,
+            env.launcher == "slurm" ? "srun" : "RANK/WORLD_SIZE", env.master_addr, env.master_port);
+  set_current(Group::connect(env, timeout));
+  return current();
+}
+
+void shutdown(bool clean) {
+  if (clean) current_ptr().reset();
+  else (void)current_ptr().release();
+}
+
+void fault_point() {
+  static int64_t calls = 0;
+  const int64_t step = calls++;
+  static const std::string spec = [] {
+    const char* v = std::getenv("LMX_FAULT");
+    return std::string(v ? v : "");
+  }();
+  if (spec.empty()) return;
+  char mode[8] = {0};
+  int r = -1;
+  long long s = -1;
+  if (std::sscanf(spec.c_str(), "%7[a-z]:%d:%lld", mode, &r, &s) != 3) return;
+  if (r != rank() || s != step) return;
+  if (std::string(mode) == "die") {
+    fmt::print(stderr, "lmx: LMX_FAULT: rank {} exits at step {}\n", r, s);
+    _exit(9);
+  }
+  if (std::string(mode) == "hang") {
+    fmt::print(stderr, "lmx: LMX_FAULT: rank {} hangs at step {}\n", r, s);
+    raise(SIGSTOP);
+  }
+}
+
+}  // namespace lmx::dist
