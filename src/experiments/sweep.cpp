@@ -6,12 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "train/summary.h"
@@ -48,6 +51,111 @@ int spawn_self(const std::vector<std::string>& args, const std::string& log_path
   return pid;
 }
 
+namespace {
+
+std::string slug(const std::string& name) {
+  std::string out;
+  for (char c : name)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '=' || c == '_') ? c : '_';
+  return out;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read", path.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  int i = -1, n = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 0 || i >= n)
+    throw InputError(fmt::format("--shard {}: expected I/N with 0 <= I < N", text),
+                     "e.g. --shard 0/4 ... --shard 3/4 (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)");
+  return {i, n};
+}
+
+std::string run_id(size_t point_index, const std::string& point_name, uint64_t seed) {
+  return fmt::format("{:03d}-{}-s{}", point_index, slug(point_name), seed);
+}
+
+Table merge_shards(const std::vector<std::string>& dirs, std::string* spec) {
+  if (dirs.empty()) throw InputError("--merge needs the shards' output directories");
+  struct Entry {
+    int64_t index;
+    std::string name, dir;
+  };
+  std::vector<Entry> entries;
+  std::vector<std::string> owner;  // shard index -> directory
+  nlohmann::json first;
+  std::map<std::string, std::string> configs;  // configs/<file> -> text, same in every shard
+  for (const auto& dir : dirs) {
+    const fs::path meta_path = fs::path(dir) / "shard.json";
+    if (!fs::exists(meta_path))
+      throw InputError(fmt::format("{}: no shard.json: not the output of `lmx sweep`", dir),
+                       "give the --out directories of lmx sweep SPEC --shard I/N");
+    nlohmann::json meta;
+    try {
+      meta = nlohmann::json::parse(read_text(meta_path));
+      const int shard = meta.at("shard").get<int>(), shards = meta.at("shards").get<int>();
+      if (first.is_null()) {
+        first = meta;
+        owner.assign(shards, "");
+      } else if (shards != first.at("shards").get<int>() ||
+                 meta.at("seeds") != first.at("seeds") || meta.at("total_runs") != first.at("total_runs")) {
+        throw InputError(fmt::format("{}: a shard of another sweep than {} (seeds, runs or shard count differ)", dir,
+                                     dirs.front()),
+                         "merge the shards of one `lmx sweep SPEC --shard I/N` invocation");
+      }
+      if (shard < 0 || shard >= static_cast<int>(owner.size()))
+        throw InputError(fmt::format("{}: shard {} is outside 0..{}", dir, shard, owner.size() - 1));
+      if (!owner[shard].empty())
+        throw InputError(fmt::format("shard {}/{} given twice: {} and {}", shard, owner.size(), owner[shard], dir));
+      owner[shard] = dir;
+      for (const auto& run : meta.at("runs"))
+        entries.push_back({run.at("index").get<int64_t>(), run.at("point").get<std::string>(),
+                           (fs::path(dir) / "runs" / run.at("id").get<std::string>()).string()});
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(fmt::format("{}: {}", meta_path.string(), e.what()), "the file is written by lmx sweep");
+    }
+    for (const auto& f : fs::directory_iterator(fs::path(dir) / "configs")) {
+      const std::string text = read_text(f.path());
+      auto [it, fresh] = configs.emplace(f.path().filename().string(), text);
+      if (!fresh && it->second != text)
+        throw InputError(fmt::format("{}: grid point config differs from the other shards'", f.path().string()),
+                         "merge the shards of one sweep (same spec, --set and --seeds)");
+    }
+  }
+  for (size_t k = 0; k < owner.size(); ++k)
+    if (owner[k].empty())
+      throw InputError(fmt::format("shard {}/{} is missing ({} of {} given)", k, owner.size(), dirs.size(), owner.size()),
+                       "give every shard's output directory");
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.index < b.index; });
+  if (static_cast<int64_t>(entries.size()) != first.at("total_runs").get<int64_t>())
+    throw InputError(fmt::format("the shards hold {} runs, the sweep has {}", entries.size(),
+                                 first.at("total_runs").get<int64_t>()));
+  if (spec) *spec = first.at("spec").get<std::string>();
+  Table merged;
+  for (const auto& e : entries) {
+    const std::string summary = (fs::path(e.dir) / "summary.csv").string();
+    if (!fs::exists(summary))
+      throw InputError(fmt::format("{}: no summary.csv: the run did not finish", e.dir),
+                       "finish that shard (lmx sweep SPEC --shard I/N --resume DIR), then merge");
+    Table t = read_seed_rows(summary);
+    if (merged.header.empty()) merged.header = t.header;
+    if (t.header != merged.header) throw InputError(fmt::format("{}: summary columns differ from the other runs'", summary));
+    for (auto& row : t.rows) {
+      row[0] = e.name;
+      merged.add(row);
+    }
+  }
+  return merged;
+}
+
 SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<uint64_t>& seeds,
                       const SweepOptions& opt) {
   const fs::path out(opt.out);
@@ -61,12 +169,13 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
   struct Run {
     std::string name, config, dir, log;
     uint64_t seed;
+    std::string id;
+    int64_t index;  // in the whole sweep (grid point-major, seed-minor)
   };
   std::vector<Run> runs;
+  int64_t index = 0;
   for (size_t i = 0; i < points.size(); ++i) {
-    std::string slug;
-    for (char c : points[i].name) slug += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '=' || c == '_') ? c : '_';
-    const std::string cfg_path = (out / "configs" / fmt::format("{:03d}-{}.yaml", i, slug)).string();
+    const std::string cfg_path = (out / "configs" / fmt::format("{:03d}-{}.yaml", i, slug(points[i].name))).string();
     const std::string cfg_text = "# grid point: " + points[i].name + "\n" + to_yaml(points[i].config);
     if (opt.resume && fs::exists(cfg_path)) {
       std::ifstream in(cfg_path, std::ios::binary);
@@ -79,12 +188,29 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
     }
     write_file_atomic(cfg_path, cfg_text);
     for (uint64_t seed : seeds) {
-      const std::string id = fmt::format("{:03d}-{}-s{}", i, slug, seed);
-      runs.push_back({points[i].name, cfg_path, (out / "runs" / id).string(), (out / "logs" / (id + ".log")).string(), seed});
+      const int64_t k = index++;
+      if (k % std::max(1, opt.shards) != opt.shard) continue;  // another shard's run
+      const std::string id = run_id(i, points[i].name, seed);
+      runs.push_back({points[i].name, cfg_path, (out / "runs" / id).string(), (out / "logs" / (id + ".log")).string(),
+                      seed, id, k});
     }
   }
-  log::info("sweep", "{} grid points x {} seeds = {} runs, {} at once, {} thread(s) each -> {}", points.size(),
-            seeds.size(), runs.size(), jobs, threads, opt.out);
+  {
+    // What `lmx sweep --merge` needs to combine the shards.
+    nlohmann::ordered_json meta;
+    meta["spec"] = opt.spec;
+    meta["shard"] = opt.shard;
+    meta["shards"] = std::max(1, opt.shards);
+    meta["seeds"] = seeds;
+    meta["total_runs"] = index;
+    meta["runs"] = nlohmann::json::array();
+    for (const auto& r : runs) meta["runs"].push_back({{"index", r.index}, {"id", r.id}, {"point", r.name}, {"seed", r.seed}});
+    write_file_atomic((out / "shard.json").string(), meta.dump(2) + "\n");
+  }
+  log::info("sweep", "{} grid points x {} seeds = {} runs{}, {} at once, {} thread(s) each -> {}", points.size(),
+            seeds.size(), index,
+            opt.shards > 1 ? fmt::format(" (shard {}/{}: {} of them)", opt.shard, opt.shards, runs.size()) : "", jobs,
+            threads, opt.out);
 
   SweepResult res;
   std::map<int, size_t> running;  // pid -> run index
@@ -105,12 +231,10 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
       if (st >= static_cast<int>(row.size()) || (row[st] != "ok" && row[st] != "diverged")) return false;
     return true;
   };
-  auto collect = [&res](const Run& r, Table t) {
-    for (auto& row : t.rows) {
-      row[0] = r.name;
-      res.seeds.add(row);
-    }
-    if (res.seeds.header.empty()) res.seeds.header = t.header;
+  std::vector<Table> collected(runs.size());  // per run, joined in run order at the end
+  auto collect = [&runs, &collected](const Run& r, Table t) {
+    for (auto& row : t.rows) row[0] = r.name;
+    collected[&r - runs.data()] = std::move(t);
   };
   while (done < runs.size()) {
     while (static_cast<int>(running.size()) < jobs && next < runs.size() && !signals::interrupted()) {
@@ -169,6 +293,10 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
     else if (status[i] != 0) ++res.failed;
     log::info("sweep", "[{}/{}] {} seed {}: {}", done, runs.size(), r.name, r.seed,
               status[i] == 0 ? "done" : fmt::format("exit {} (see {})", status[i], r.log));
+  }
+  for (auto& t : collected) {
+    if (res.seeds.header.empty()) res.seeds.header = t.header;
+    for (auto& row : t.rows) res.seeds.add(row);
   }
   if (signals::interrupted()) res.interrupted = true;
   return res;

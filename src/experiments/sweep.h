@@ -17,15 +17,30 @@ struct SweepOptions {
   bool quiet = false;
   bool resume = false;    // out holds an interrupted sweep of the same spec: skip finished runs,
                           // resume interrupted ones (lmx train --resume), start the others
+  std::string spec{};     // the spec's path (recorded in shard.json)
+  int shard = 0;          // run only the runs k (grid point-major, seed-minor) with k % shards == shard
+  int shards = 1;
 };
 
 struct SweepResult {
-  Table seeds;            // per-seed rows of every run
+  Table seeds;            // per-seed rows of every run, in run order (grid point, then seed)
   int failed = 0;         // runs whose process failed (not diverged: those are results)
   bool interrupted = false;
   int skipped = 0;        // finished runs kept (resume)
   int resumed = 0;        // interrupted runs continued (resume)
 };
+
+// "I/N" -> {I, N} with 0 <= I < N; InputError otherwise.
+std::pair<int, int> parse_shard(const std::string& text);
+
+// The run directories' name: NNN-<point>-s<seed> (NNN = the grid point's index).
+std::string run_id(size_t point_index, const std::string& point_name, uint64_t seed);
+
+// Combines the output directories of `lmx sweep --shard I/N` (every I once) into the per-seed
+// table a single sweep of the same spec writes, in run order. InputError when a shard is
+// missing or repeated, the shards are of different sweeps, or a run has no summary.
+// *spec (when given) receives the spec's path.
+Table merge_shards(const std::vector<std::string>& dirs, std::string* spec = nullptr);
 
 SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<uint64_t>& seeds,
                       const SweepOptions& opt);
