@@ -82,7 +82,7 @@ TEST_CASE("launcher environments: torchrun, Slurm, none", "[dist]") {
   CHECK(e.agent_store);
   CHECK(e.launcher == "env");
 
-  e = dist::read_env(env_of({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
+  e = dist::read_env(env_of({{"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "8"}, {"SLURM_LOCALID", "1"},
                              {"SLURM_JOB_NODELIST", "gpu[07-10,12],cpu1"}, {"SLURM_JOB_ID", "123456"}}));
   CHECK(e.rank == 3);
   CHECK(e.world == 8);
@@ -90,8 +90,10 @@ TEST_CASE("launcher environments: torchrun, Slurm, none", "[dist]") {
   CHECK(e.master_addr == "gpu07");
   CHECK(e.master_port == 20000 + 123456 % 20000);
   CHECK(e.launcher == "slurm");
-  // A one-task Slurm job (a sweep shard in a job array) is one process.
-  CHECK(dist::read_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}})).world == 1);
+  // A one-task Slurm step (a sweep shard in a job array) is one process; so is a batch script
+  // or an salloc shell (no srun step: SLURM_NTASKS is the allocation's, not this process's).
+  CHECK(dist::read_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}})).world == 1);
+  CHECK(dist::read_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}})).world == 1);
   CHECK(dist::read_env(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"},
                                {"LMX_DIST", "0"}}))
             .world == 1);
@@ -106,7 +108,8 @@ TEST_CASE("launcher environments: torchrun, Slurm, none", "[dist]") {
   CHECK_THROWS_WITH(dist::read_env(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}})),
                     Catch::Contains("MASTER_PORT"));
   CHECK_THROWS_WITH(dist::read_env(env_of({{"RANK", "x"}, {"WORLD_SIZE", "2"}})), Catch::Contains("RANK=x"));
-  CHECK_THROWS_AS(dist::read_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}})), InputError);
+  CHECK_THROWS_WITH(dist::read_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "2"}})),
+                    Catch::Contains("SLURM_JOB_NODELIST"));
 }
 
 TEST_CASE("two data-parallel processes give the metrics of one process with the same global batch", "[dist]") {

@@ -102,8 +102,10 @@ Env read_env(const GetEnv& getenv) {
     env.agent_store = agent && std::string(agent) == "True";
     const char* restart = getenv("TORCHELASTIC_RESTART_COUNT");
     if (restart && *restart) env.store_prefix = fmt::format("lmx/{}", restart);
-  } else if (is_set(getenv, "SLURM_NTASKS") && is_set(getenv, "SLURM_PROCID")) {
-    env.world = parse_int(getenv, "SLURM_NTASKS", 1, 1 << 20);
+  } else if (is_set(getenv, "SLURM_STEP_NUM_TASKS") && is_set(getenv, "SLURM_PROCID")) {
+    // srun sets SLURM_STEP_NUM_TASKS (the tasks of this step); a batch script or an salloc
+    // shell, where SLURM_NTASKS is the whole allocation's, is one process.
+    env.world = parse_int(getenv, "SLURM_STEP_NUM_TASKS", 1, 1 << 20);
     env.rank = parse_int(getenv, "SLURM_PROCID", 0, env.world - 1);
     env.local_rank = is_set(getenv, "SLURM_LOCALID") ? parse_int(getenv, "SLURM_LOCALID", 0, 1 << 20) : 0;
     env.launcher = "slurm";

@@ -4,7 +4,7 @@
 // The launcher environment is the standard one:
 //   torchrun --no_python / lmx launch: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
 //     (TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent already hosts the store)
-//   srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; the master is the first host of
+//   srun: SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID; the master is the first host of
 //     SLURM_JOB_NODELIST (MASTER_ADDR / MASTER_PORT override it)
 // LMX_DIST=0 ignores all of it (one process); LMX_DIST_TIMEOUT (seconds, default 120) bounds
 // every rendezvous and collective, so a dead or hung worker ends the others with an error.

@@ -159,6 +159,8 @@ Table merge_shards(const std::vector<std::string>& dirs, std::string* spec) {
 SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<uint64_t>& seeds,
                       const SweepOptions& opt) {
   const fs::path out(opt.out);
+  // A sweep's runs are single processes, also when the sweep itself runs under srun/torchrun.
+  setenv("LMX_DIST", "0", 1);
   fs::create_directories(out / "configs");
   fs::create_directories(out / "runs");
   fs::create_directories(out / "logs");
