@@ -62,7 +62,11 @@ lecture_done() {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
     echo "lmx: $("$LMX" --version | head -1)"
-    echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    # The source tree the binary was built from (build/lmx -> its parent): commit, and
+    # "+dirty" when that tree had uncommitted changes to tracked files at the end of the run.
+    local src
+    src="$(cd "$(dirname "$LMX")/.." && pwd)"
+    echo "commit: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet HEAD -- 2>/dev/null || echo +dirty)"
   } > "$R/wall_time.txt"
   echo "== $SECTION done in ${SECONDS}s" >&2
 }
