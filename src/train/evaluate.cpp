@@ -42,8 +42,9 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
   int64_t true_tokens = 0;
   const std::vector<double> no_truth;
   size_t row0 = 0;
+  const torch::Device device = model->parameters().front().device();  // cpu or cuda
   for (const auto& b : batches) {
-    auto logits = model->forward(b.inputs);  // (B, T, V)
+    auto logits = model->forward(b.inputs.to(device)).to(torch::kCPU);  // (B, T, V); no copy on the CPU
     auto logp = torch::log_softmax(logits, -1);
     auto targets = b.targets.clamp_min(0);
     auto tok_logp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).to(torch::kDouble).contiguous();  // (B, T)

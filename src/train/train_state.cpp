@@ -66,8 +66,8 @@ void restore_optimizer(ModernLMImpl& model, torch::optim::AdamW& optimizer, cons
       throw bad("has no valid step count");
     auto s = std::make_unique<torch::optim::AdamWParamState>();
     s->step(step->item<int64_t>());
-    s->exp_avg(avg->clone());
-    s->exp_avg_sq(sq->clone());
+    s->exp_avg(avg->clone().to(p.value().device()));
+    s->exp_avg_sq(sq->clone().to(p.value().device()));
     state[state_key(p.value())] = std::move(s);
   }
   if (const torch::Tensor* rng = find(ckpt, "state.torch_rng")) {

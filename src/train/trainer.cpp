@@ -200,6 +200,9 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   torch::manual_seed(opt.seed);
   ModernLM model(cfg.model);
   if (!opt.init_from.empty()) load_weights(*model, read_checkpoint(opt.init_from));
+  runtime::check_device(cfg.train.device);  // cuda without a CUDA LibTorch: InputError
+  const torch::Device device(cfg.train.device);
+  model->to(device);  // before the optimizer takes the parameters
   const bool writer = dist::writer();  // data-parallel: only rank 0 writes
   model->train();
   res.params = count_parameters(model);
@@ -296,7 +299,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
       if (!hooked) throw InputError(fmt::format("no parameter named {}", opt.inject_nan_grad_param));
       hook = hooked->register_hook([](torch::Tensor g) { return g * std::nan(""); });
     }
-    const StepResult sr = train_step(model, *optimizer, batch.inputs, batch.targets, lr, t.grad_clip,
+    const StepResult sr = train_step(model, *optimizer, batch.inputs.to(device), batch.targets.to(device), lr, t.grad_clip,
                                      /*poison_loss=*/step == opt.inject_nan_at_step);
     if (hooked) hooked->remove_hook(hook);
     const double loss_v = sr.loss;
