@@ -188,6 +188,9 @@ void add_train_commands(CLI::App& app, Globals& g) {
           break;
         }
       }
+      if (group)
+        log::info("dist", "rank 0 of {}: {:.2f} s in {} all-reduces (waiting for the other ranks included)",
+                  group->world(), group->collective_seconds(), group->collectives());
       dist::shutdown();
       if (!writer) return code;
       write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(rows).csv());

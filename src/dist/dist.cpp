@@ -151,6 +151,8 @@ struct Group::Impl {
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  double collective_seconds = 0;
+  int64_t collectives = 0;
 };
 
 Group::Group() : impl_(std::make_unique<Impl>()) {}
@@ -158,6 +160,8 @@ Group::~Group() = default;
 int Group::rank() const { return impl_->rank; }
 int Group::world() const { return impl_->world; }
 std::chrono::milliseconds Group::timeout() const { return impl_->timeout; }
+double Group::collective_seconds() const { return impl_->collective_seconds; }
+int64_t Group::collectives() const { return impl_->collectives; }
 
 void Group::fail(const std::string& what, const std::exception& e) const {
   throw RuntimeError(
@@ -223,6 +227,7 @@ void Group::allreduce_sum(const std::vector<torch::Tensor>& tensors, const std::
   }
   std::vector<torch::Tensor> flat;
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  const auto t0 = std::chrono::steady_clock::now();
   try {
     for (auto& bucket : buckets) {
       std::vector<torch::Tensor> views;
@@ -235,6 +240,8 @@ void Group::allreduce_sum(const std::vector<torch::Tensor>& tensors, const std::
   } catch (const std::exception& e) {
     fail(what, e);
   }
+  impl_->collective_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++impl_->collectives;
   torch::NoGradGuard no_grad;
   for (size_t k = 0; k < buckets.size(); ++k) {
     int64_t offset = 0;

@@ -64,6 +64,9 @@ class Group {
   // Rank 0's string (set under `key` in the store) on every rank.
   std::string broadcast_string(const std::string& key, const std::string& value);
   void barrier(const std::string& what);
+  // Seconds spent in all-reduces (waiting included) and their count, since connect.
+  double collective_seconds() const;
+  int64_t collectives() const;
 
  private:
   Group();
