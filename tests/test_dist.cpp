@@ -219,7 +219,7 @@ TEST_CASE("torchrun --no_python starts lmx train data-parallel", "[dist]") {
   CHECK(fs::exists(out + "/summary.csv"));
 }
 
-TEST_CASE("--shard I/N parsing", "[dist][sweep]") {
+TEST_CASE("sweep shard I/N parsing", "[dist][sweep]") {
   CHECK(parse_shard("0/1") == std::pair<int, int>{0, 1});
   CHECK(parse_shard("3/4") == std::pair<int, int>{3, 4});
   for (const char* bad : {"4/4", "-1/2", "1/0", "1", "a/b", "1/2x"}) CHECK_THROWS_AS(parse_shard(bad), InputError);
@@ -279,7 +279,7 @@ TEST_CASE("sharded sweeps merge into the summary of one sweep", "[dist][sweep]")
     }
 }
 
-TEST_CASE("--device cuda trains to the CPU metrics (skipped without CUDA)", "[dist][cuda]") {
+TEST_CASE("device cuda trains to the CPU metrics (skipped without CUDA)", "[dist][cuda]") {
   if (!torch::cuda::is_available()) {
     WARN("CUDA tests skipped: this LibTorch build has no CUDA or no GPU is visible "
          "(rebuild against a CUDA LibTorch, see README); checking the error instead");
