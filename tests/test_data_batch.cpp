@@ -149,7 +149,7 @@ TEST_CASE("rank slices partition each global batch", "[data]") {
   CHECK_THROWS_AS(Batcher(rows, 32, 9, kPad, 3, 3), InputError);
 }
 
-TEST_CASE("eval batches keep the order; fewer rows than a batch make one batch", "[data]") {
+TEST_CASE("eval batches keep the order — fewer rows than a batch make one batch", "[data]") {
   auto docs = make_docs(10);
   Rows rows = make_rows(docs, Layout::Doc, 64, kEos);
   auto batches = eval_batches(rows, 4, kPad);

@@ -32,7 +32,7 @@ DataConfig small(int seed = 1234) {
 
 }  // namespace
 
-TEST_CASE("same seed, same corpus; another seed, another corpus", "[data]") {
+TEST_CASE("same seed, same corpus, another seed, another corpus", "[data]") {
   Corpus a = load_corpus(small(5)), b = load_corpus(small(5)), c = load_corpus(small(6));
   CHECK(a.train == b.train);
   CHECK(a.val == b.val);
@@ -54,7 +54,7 @@ TEST_CASE("same seed, same corpus; another seed, another corpus", "[data]") {
   // Pinned: the first training document of seed 1234. The generator uses its own RNG, so
   // this holds on every platform; it changes only when data/garden.yaml or the walk does.
   Corpus e = load_corpus(small(1234));
-  CHECK(e.vocab.decode(e.train[0]) == "<bos> the grandma that sings waters the tulip . <eos>");
+  CHECK(e.vocab.decode(e.train[0]) == "<bos> the grandma that the gardener sees feeds the kitten behind the tree . <eos>");
   for (const auto& doc : e.train) {
     CHECK(doc.front() == e.vocab.bos);
     CHECK(doc.back() == e.vocab.eos);

@@ -37,7 +37,7 @@ torch::Tensor tokens(int64_t B, int64_t T, int64_t V) {
 
 }  // namespace
 
-TEST_CASE("MHA against a per-head reference; GQA head h reads KV head h / (H/Hk)", "[model][attention]") {
+TEST_CASE("MHA against a per-head reference — GQA head h reads KV head h / (H/Hk)", "[model][attention]") {
   torch::manual_seed(5);
   torch::NoGradGuard no_grad;
   ModelConfig c = small("mha", "none");
@@ -132,7 +132,7 @@ TEST_CASE("cached numbers per token: 2·Hk·D for MHA/GQA/MQA, r + R for MLA", "
   CHECK(ModernLM(m)->attention(1)->cached_per_token() == 8 + 4);
 }
 
-TEST_CASE("MLA: absorbed path equals the naive path; RoPE on recovered keys breaks absorption", "[model][mla]") {
+TEST_CASE("MLA: absorbed path equals the naive path — RoPE on recovered keys breaks absorption", "[model][mla]") {
   torch::NoGradGuard no_grad;
   for (bool with_bias : {false, true})
     for (int q_rank : {0, 6}) {

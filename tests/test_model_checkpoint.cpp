@@ -156,7 +156,7 @@ TEST_CASE("parameter names follow Hugging Face Llama / DeepSeek-V2", "[model][ch
   }
 }
 
-TEST_CASE("checkpoint save -> load gives identical logits; extra optim./state. tensors are ignored", "[model][checkpoint]") {
+TEST_CASE("checkpoint save -> load gives identical logits — extra optim./state. tensors are ignored", "[model][checkpoint]") {
   TempDir dir;
   for (const char* ffn : {"relu", "swiglu"}) {
     Config cfg = textbook(29);

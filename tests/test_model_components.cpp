@@ -102,7 +102,7 @@ TEST_CASE("LayerNorm and RMSNorm: invariances and the reference formulas", "[mod
   }
 }
 
-TEST_CASE("RoPE: the score depends only on the relative position; norms are kept", "[model][rope]") {
+TEST_CASE("RoPE: the score depends only on the relative position — norms are kept", "[model][rope]") {
   torch::manual_seed(2);
   const int64_t D = 64;
   for (const char* layout : {"half", "interleaved"}) {

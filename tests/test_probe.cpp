@@ -188,7 +188,7 @@ TEST_CASE("probe gradnorm: one row per layer, matching a direct backward pass", 
   CHECK(std::stod(row(totals, "2", "pre").at(col_of(totals, "loss"))) == Approx(loss.item<double>()).margin(1e-4));
 }
 
-TEST_CASE("probe kv-decode: cached decoding equals recomputation; cache shrinks with KV heads", "[probe]") {
+TEST_CASE("probe kv-decode: cached decoding equals recomputation — cache shrinks with KV heads", "[probe]") {
   auto r = probe_kv_decode({});
   const auto& t = r.tables.at(0).table;
   REQUIRE(t.rows.size() == 3);

@@ -116,7 +116,7 @@ TEST_CASE("gradient clipping bounds the global norm and reports the unclipped on
   CHECK(after == Approx(clip).epsilon(1e-4));
 }
 
-TEST_CASE("same seed and threads give bitwise-identical metrics; eval of the checkpoint matches", "[train]") {
+TEST_CASE("same seed and threads give bitwise-identical metrics — eval of the checkpoint matches", "[train]") {
   TempDir dir;
   Config cfg = small_config();
   auto a = dir.path / "a", b = dir.path / "b";
