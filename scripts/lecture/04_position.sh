@@ -45,19 +45,23 @@ awk -F, 'NR > 1 { k = $1 "," $3; n[k]++; s[k] += $5; s2[k] += $5 * $5; t[k] = $6
   "$R/extrapolation.csv" > "$R/extrapolation_mean.csv"
 csv_md "$R/extrapolation_mean.csv" > "$R/extrapolation.md"
 
-# Figure: mean NLL per range, one line per encoding, the true NLL dashed.
-{
-  echo "set xlabel 'position range'"
-  echo "set ylabel 'mean NLL (nats)'"
-  echo "set logscale y"
-  echo "set xtics rotate by -30"
-  printf "plot "
-  for p in learned sinusoidal none t5_bias rope alibi; do
-    printf "'%s' every ::1 using (strcol(1) eq '%s' ? \$4 : 1/0):xtic(2) with linespoints lw 2 title '%s', " \
-      "$R/extrapolation_mean.csv" "$p" "$p"
-  done
-  printf "'%s' every ::1 using (strcol(1) eq 'rope' ? \$6 : 1/0):xtic(2) with lines dt 2 lc rgb 'black' title 'true distribution'\n" \
-    "$R/extrapolation_mean.csv"
-} | plot_png "$R/nll_by_position.png" "Length extrapolation: trained at 64, tested at $test_len"
+# Figure: mean NLL per range, one line per encoding, the true NLL dashed. A wide table first:
+# range, true_nll, then one column per encoding (in the order they appear).
+awk -F, 'NR > 1 { if (!($2 in ri)) { ri[$2] = ++nr; rn[nr] = $2; t[$2] = $6 }
+                  if (!($1 in pi)) { pi[$1] = ++np; pn[np] = $1 }
+                  v[$2, $1] = $4 }
+         END { printf "range,true_nll"; for (j = 1; j <= np; j++) printf ",%s", pn[j]; print ""
+               for (i = 1; i <= nr; i++) { r = rn[i]; printf "%s,%s", r, t[r]
+                 for (j = 1; j <= np; j++) printf ",%s", v[r, pn[j]]; print "" } }' \
+  "$R/extrapolation_mean.csv" > "$R/extrapolation_wide.csv"
+plot_png "$R/nll_by_position.png" "Length extrapolation: trained at 64, tested at $test_len (mean over seeds)" <<EOP
+set xlabel 'target position range'
+set ylabel 'mean NLL (nats)'
+set logscale y
+set key autotitle columnhead
+ncol = $(head -1 "$R/extrapolation_wide.csv" | awk -F, '{ print NF }')
+plot for [i=3:ncol] '$R/extrapolation_wide.csv' using 0:i:xtic(1) with linespoints lw 2, \
+     '$R/extrapolation_wide.csv' using 0:2 with lines dt 2 lw 2 lc rgb 'black' title 'true distribution'
+EOP
 
 lecture_done
