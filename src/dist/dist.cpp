@@ -2,13 +2,20 @@
 
 // Debian's libtorch-dev ships the c10d headers; ProcessGroupGloo.hpp is guarded by this
 // macro (the library itself is built with Gloo) and needs libgloo-dev's headers.
+// LMX_WITH_GLOO=0 (CMake -DLMX_WITH_GLOO=OFF, e.g. against a LibTorch without Gloo headers)
+// builds lmx without data-parallel training: Group::connect then refuses with a clear error.
+#ifndef LMX_WITH_GLOO
+#define LMX_WITH_GLOO 1
+#endif
+#if LMX_WITH_GLOO
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO 1
 #endif
-#include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <signal.h>
@@ -145,6 +152,8 @@ std::chrono::milliseconds timeout_from_env() {
     throw InputError(fmt::format("LMX_DIST_TIMEOUT={}: expected seconds in (0, 86400]", v));
   return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
 }
+
+#if LMX_WITH_GLOO
 
 struct Group::Impl {
   int rank = 0, world = 1;
@@ -295,6 +304,48 @@ void Group::barrier(const std::string& what) {
     fail(what, e);
   }
 }
+
+#else  // !LMX_WITH_GLOO
+
+struct Group::Impl {
+  int rank = 0, world = 1;
+  std::chrono::milliseconds timeout{0};
+};
+
+Group::Group() : impl_(std::make_unique<Impl>()) {}
+Group::~Group() = default;
+int Group::rank() const { return impl_->rank; }
+int Group::world() const { return impl_->world; }
+std::chrono::milliseconds Group::timeout() const { return impl_->timeout; }
+double Group::collective_seconds() const { return 0; }
+int64_t Group::collectives() const { return 0; }
+
+void Group::fail(const std::string& what, const std::exception& e) const {
+  throw RuntimeError(fmt::format("rank {} of {}: {} failed: {}", impl_->rank, impl_->world, what, error_text(e)));
+}
+
+std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds) {
+  throw RuntimeError(fmt::format("rank {} of {}: this lmx was built without Gloo (LMX_WITH_GLOO=OFF), so it cannot "
+                                 "train data-parallel",
+                                 env.rank, env.world),
+                     "install libgloo-dev and rebuild (scripts/bootstrap.sh), or run one process");
+}
+
+// Unreachable: no Group exists without Gloo.
+void Group::allreduce_sum(const std::vector<torch::Tensor>&, const std::string& what, int64_t) {
+  fail(what, std::runtime_error("no Gloo"));
+}
+double Group::sum(double, const std::string& what) { fail(what, std::runtime_error("no Gloo")); }
+bool Group::any(bool, const std::string& what) { fail(what, std::runtime_error("no Gloo")); }
+void Group::broadcast(const std::vector<torch::Tensor>&, const std::string& what) {
+  fail(what, std::runtime_error("no Gloo"));
+}
+std::string Group::broadcast_string(const std::string& key, const std::string&) {
+  fail(key, std::runtime_error("no Gloo"));
+}
+void Group::barrier(const std::string& what) { fail(what, std::runtime_error("no Gloo")); }
+
+#endif  // LMX_WITH_GLOO
 
 Group* current() { return current_ptr().get(); }
 
