@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 
 namespace lmx::test {
@@ -32,9 +33,8 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs build/lmx with the given shell-quoted arguments from `dir` (default: the source root).
-inline RunResult run_lmx(const std::string& args, const std::string& dir = LMX_SOURCE_DIR) {
-  std::string cmd = "cd '" + dir + "' && '" + LMX_BINARY + "' " + args + " 2>&1";
+// Runs a shell command line; stdout and stderr must be redirected by the caller as wanted.
+inline RunResult run_shell(const std::string& cmd) {
   RunResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -44,6 +44,35 @@ inline RunResult run_lmx(const std::string& args, const std::string& dir = LMX_S
   int status = pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// Runs build/lmx with the given shell-quoted arguments from `dir` (default: the source root).
+inline RunResult run_lmx(const std::string& args, const std::string& dir = LMX_SOURCE_DIR) {
+  return run_shell("cd '" + dir + "' && '" + LMX_BINARY + "' " + args + " 2>&1");
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// metrics.csv without its tokens_per_s column (wall-clock dependent), for exact comparisons.
+inline std::string metrics_without_speed(const std::string& path) {
+  std::stringstream in(read_file(path)), out;
+  std::string line;
+  int speed = -1;
+  for (bool header = true; std::getline(in, line); header = false) {
+    std::stringstream ls(line);
+    std::string c;
+    for (int i = 0; std::getline(ls, c, ','); ++i) {
+      if (header && c == "tokens_per_s") speed = i;
+      if (i != speed) out << c << ",";
+    }
+    out << "\n";
+  }
+  return out.str();
 }
 
 inline std::string source_path(const std::string& rel) { return std::string(LMX_SOURCE_DIR) + "/" + rel; }

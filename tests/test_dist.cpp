@@ -199,16 +199,9 @@ TEST_CASE("torchrun --no_python starts lmx train data-parallel", "[dist]") {
                           "' && /usr/bin/torchrun --standalone --redirects 9:1 --tee 9:1 --no_python --nproc_per_node 2 '" + LMX_BINARY +
                           "' -q --threads 1 train configs/textbook.yaml --seeds 3 " + kSmall + " --out " + out +
                           " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe);
-  std::string output;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
-  const int status = pclose(pipe);
-  INFO(output);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+  const auto tr = lmx::test::run_shell(cmd);
+  INFO(tr.output);
+  REQUIRE(tr.code == 0);
   // The same metrics as lmx launch / one process.
   auto r1 = run_lmx("-q --threads 1 train configs/textbook.yaml --seeds 3 " + kSmall + " --out " + dir.file("one"));
   REQUIRE(r1.code == 0);

@@ -27,6 +27,8 @@
 
 using namespace lmx;
 using lmx::test::TempDir;
+using lmx::test::metrics_without_speed;
+using lmx::test::read_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -42,29 +44,8 @@ const data::Corpus& small_corpus() {
   return corpus;
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// metrics.csv without the tokens_per_s column (wall-clock dependent).
-std::string metrics_without_speed(const std::string& path) {
-  std::stringstream in(read(path)), out;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::stringstream ls(line);
-    std::string c;
-    for (int i = 0; std::getline(ls, c, ','); ++i)
-      if (i != 5) out << c << ",";
-    out << "\n";
-  }
-  return out.str();
-}
-
 size_t lines(const std::string& path) {
-  const std::string s = read(path);
+  const std::string s = read_file(path);
   return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
@@ -249,7 +230,7 @@ TEST_CASE("SIGTERM to lmx train: checkpoint with optimizer state, exit 130, --re
   REQUIRE(wait_for_lines(cut + "/seed5/metrics.csv", 4, pid));
   kill(pid, SIGTERM);
   const int code = wait_exit(pid);
-  INFO(read(dir.file("cut.log")));
+  INFO(read_file(dir.file("cut.log")));
   REQUIRE(code == 130);
   Checkpoint ck = read_checkpoint(cut + "/seed5/model.safetensors");
   CHECK(ck.metadata.at("status") == "interrupted");
@@ -257,15 +238,15 @@ TEST_CASE("SIGTERM to lmx train: checkpoint with optimizer state, exit 130, --re
   const int steps = std::stoi(ck.metadata.at("steps"));
   CHECK(steps < 300);
   CHECK(lines(cut + "/seed5/metrics.csv") == static_cast<size_t>(steps) + 1);  // consistent with the checkpoint
-  CHECK(read(cut + "/summary.csv").find(",5,interrupted,") != std::string::npos);
-  CHECK(read(dir.file("cut.log")).find("--resume") != std::string::npos);
+  CHECK(read_file(cut + "/summary.csv").find(",5,interrupted,") != std::string::npos);
+  CHECK(read_file(dir.file("cut.log")).find("--resume") != std::string::npos);
 
   auto res = lmx::test::run_lmx("-q train --resume '" + cut + "'");
   INFO(res.output);
   REQUIRE(res.code == 0);
   CHECK(metrics_without_speed(cut + "/seed5/metrics.csv") == metrics_without_speed(full + "/seed5/metrics.csv"));
   require_same_weights(full + "/seed5/model.safetensors", cut + "/seed5/model.safetensors");
-  CHECK(read(cut + "/summary.csv").find(",5,ok,") != std::string::npos);
+  CHECK(read_file(cut + "/summary.csv").find(",5,ok,") != std::string::npos);
   // Nothing left to do: finished seeds are kept.
   auto again = lmx::test::run_lmx("train --resume '" + cut + "'");
   CHECK(again.code == 0);
@@ -305,14 +286,14 @@ TEST_CASE("a second SIGINT exits at once and leaves only whole files", "[resume]
   REQUIRE(wait_for_lines(out + "/seed0/metrics.csv", 3, pid));
   kill(pid, SIGINT);
   // Signals do not queue: wait until the first one is handled, then send the second.
-  for (int i = 0; i < 2000 && read(dir.file("log")).find("interrupt:") == std::string::npos; ++i)
+  for (int i = 0; i < 2000 && read_file(dir.file("log")).find("interrupt:") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   kill(pid, SIGINT);
   CHECK(wait_exit(pid) == 130);
-  INFO(read(dir.file("log")));
-  CHECK(read(dir.file("log")).find("second interrupt") != std::string::npos);
+  INFO(read_file(dir.file("log")));
+  CHECK(read_file(dir.file("log")).find("second interrupt") != std::string::npos);
   // Whatever exists is complete: metrics rows are whole lines, a checkpoint (if written) reads.
-  const std::string m = read(out + "/seed0/metrics.csv");
+  const std::string m = read_file(out + "/seed0/metrics.csv");
   CHECK(m.back() == '\n');
   if (fs::exists(out + "/seed0/model.safetensors")) CHECK_NOTHROW(read_checkpoint(out + "/seed0/model.safetensors"));
   CHECK(fs::exists(out + "/seed0/config.yaml"));
@@ -330,13 +311,13 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   REQUIRE(wait_for_lines(out + "/runs/001-long-s0/seed0/metrics.csv", 4, pid));
   kill(pid, SIGINT);  // the sweep forwards it to its running child
   CHECK(wait_exit(pid) == 130);
-  INFO(read(dir.file("sweep.log")));
+  INFO(read_file(dir.file("sweep.log")));
   CHECK(read_checkpoint(out + "/runs/001-long-s0/seed0/model.safetensors").metadata.at("status") == "interrupted");
   CHECK_FALSE(fs::exists(out + "/runs/002-third-s0"));
   const auto short_time = fs::last_write_time(out + "/runs/000-short-s0/seed0/model.safetensors");
 
   // A changed spec is refused.
-  auto changed = dir.write("changed.yaml", read(spec).replace(read(spec).find("600"), 3, "599"));
+  auto changed = dir.write("changed.yaml", read_file(spec).replace(read_file(spec).find("600"), 3, "599"));
   auto bad = lmx::test::run_lmx("-q sweep '" + changed + "' --resume '" + out + "'");
   CHECK(bad.code == 2);
   CHECK(bad.output.find("differs") != std::string::npos);
@@ -384,22 +365,16 @@ TEST_CASE("a write that fails mid-run (file size limit, as a full disk) is exit 
   kill(pid, SIGINT);
   REQUIRE(wait_exit(pid) == 130);
   const std::string ckpt = out + "/seed0/model.safetensors";
-  const std::string before = read(ckpt);
+  const std::string before = read_file(ckpt);
   // ... then the resume cannot write files larger than 64 KiB (SIGXFSZ ignored: writes fail with EFBIG).
   auto r = lmx::test::run_lmx("-q train --resume '" + out + "' --set train.lr=1");  // --resume keeps the config
   CHECK(r.code == 2);
   const std::string cmd2 = "ulimit -f 128; trap '' XFSZ; exec '" + std::string(LMX_BINARY) + "' -q train --resume '" + out + "'";
-  FILE* pipe = popen(("cd '" + std::string(LMX_SOURCE_DIR) + "' && bash -c \"" + cmd2 + "\" 2>&1").c_str(), "r");
-  REQUIRE(pipe);
-  std::string output;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
-  const int status = pclose(pipe);
-  INFO(output);
-  CHECK(WEXITSTATUS(status) == 1);
-  CHECK(output.find("lmx: error: " + ckpt + ": write failed") != std::string::npos);
-  CHECK(read(ckpt) == before);  // untouched, still resumable
+  const auto full_disk = lmx::test::run_shell("cd '" + std::string(LMX_SOURCE_DIR) + "' && bash -c \"" + cmd2 + "\" 2>&1");
+  INFO(full_disk.output);
+  CHECK(full_disk.code == 1);
+  CHECK(full_disk.output.find("lmx: error: " + ckpt + ": write failed") != std::string::npos);
+  CHECK(read_file(ckpt) == before);  // untouched, still resumable
   CHECK_FALSE(fs::exists(ckpt + ".tmp"));
   auto ok = lmx::test::run_lmx("-q train --resume '" + out + "'");
   INFO(ok.output);

@@ -14,6 +14,8 @@
 
 using namespace lmx;
 using lmx::test::TempDir;
+using lmx::test::metrics_without_speed;
+using lmx::test::read_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -28,29 +30,6 @@ Config small_config(const std::string& base = "configs/textbook.yaml") {
 const data::Corpus& small_corpus() {
   static const data::Corpus corpus = data::load_corpus(small_config().data);
   return corpus;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// metrics.csv without the tokens_per_s column (wall-clock dependent).
-std::string metrics_without_speed(const std::string& path) {
-  std::stringstream in(read(path)), out;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ls(line);
-    std::string c;
-    while (std::getline(ls, c, ',')) cells.push_back(c);
-    for (size_t i = 0; i < cells.size(); ++i)
-      if (i != 5) out << cells[i] << ",";
-    out << "\n";
-  }
-  return out.str();
 }
 
 double naive_grad_norm(ModernLM& model) {
@@ -184,7 +163,7 @@ TEST_CASE("lmx train: 30-step smoke run of every preset, summary and refusal to 
         preset, out));
     INFO(r.output);
     REQUIRE(r.code == 0);
-    auto summary = read(out + "/summary.csv");
+    auto summary = read_file(out + "/summary.csv");
     CHECK(summary.find(std::string(preset) + ",0,ok") != std::string::npos);
     CHECK(summary.find(std::string(preset) + ",1,ok") != std::string::npos);
     CHECK(summary.find(std::string(preset) + ",mean,2 ok") != std::string::npos);
