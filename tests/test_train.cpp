@@ -11,6 +11,7 @@
 #include "model/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
+#include "util/csv.h"
 
 using namespace lmx;
 using lmx::test::TempDir;
@@ -173,4 +174,31 @@ TEST_CASE("lmx train: 30-step smoke run of every preset, summary and refusal to 
     CHECK(again.code == 2);
     CHECK(again.output.find("not empty") != std::string::npos);
   }
+}
+
+TEST_CASE("lmx train exits 1 when every seed diverged and 0 when one finished", "[train][cli]") {
+  TempDir dir;
+  const std::string tiny = " --set train.steps=6 --set train.eval_every=0 --set data.train_docs=60 "
+                           "--set data.val_docs=20 --set data.test_docs=20";
+  auto all = lmx::test::run_shell("cd '" + std::string(LMX_SOURCE_DIR) + "' && LMX_FAULT_NAN_STEP=3 '" + LMX_BINARY +
+                                  "' -q train configs/textbook.yaml --seeds 0,1" + tiny + " --out '" + dir.file("all") +
+                                  "' 2>&1");
+  INFO(all.output);
+  CHECK(all.code == 1);
+  CHECK_THAT(all.output, Catch::Contains("every seed diverged"));
+  Table t = read_csv(dir.file("all/summary.csv"));
+  CHECK(t.rows.at(0)[column(t, "status")] == "diverged");
+  CHECK(t.rows.at(0)[column(t, "message")].find("step 3") != std::string::npos);
+  auto fine = lmx::test::run_lmx("-q train configs/textbook.yaml --seeds 0" + tiny + " --out '" + dir.file("ok") + "'");
+  CHECK(fine.code == 0);
+  // In a sweep a diverged run is a result (status diverged), not a failed run: exit 0.
+  auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/textbook.yaml") +
+                                      "\nseeds: [0]\nset: {train.steps: 6, train.eval_every: 0, data.train_docs: 60, "
+                                      "data.val_docs: 20, data.test_docs: 20}\n");
+  auto sweep = lmx::test::run_shell("cd '" + std::string(LMX_SOURCE_DIR) + "' && LMX_FAULT_NAN_STEP=2 '" + LMX_BINARY +
+                                    "' -q sweep '" + spec + "' --out '" + dir.file("sw") + "' 2>&1");
+  INFO(sweep.output);
+  CHECK(sweep.code == 0);
+  Table st = read_csv(dir.file("sw/summary.csv"));
+  CHECK(st.rows.at(0)[column(st, "status")] == "diverged");
 }

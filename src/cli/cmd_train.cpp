@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -164,6 +165,8 @@ void add_train_commands(CLI::App& app, Globals& g) {
         const std::string result_csv = (run_dir / "result.csv").string();
         RunOptions ro{seed, run_dir.string(), tty};
         ro.check_memory = !ta->no_memory_check;
+        // Fault injection for tests: LMX_FAULT_NAN_STEP=N poisons the loss at step N of every seed.
+        if (const char* nan_step = std::getenv("LMX_FAULT_NAN_STEP")) ro.inject_nan_at_step = std::atoll(nan_step);
         if (resume) {
           const std::string status = checkpoint_status((run_dir / "model.safetensors").string());
           if (!resumable_status(status) && !status.empty() && fs::exists(result_csv)) {
@@ -186,6 +189,14 @@ void add_train_commands(CLI::App& app, Globals& g) {
         if (r.status == "interrupted") {
           code = 130;
           break;
+        }
+      }
+      // Every seed diverged: the results are written, but nothing trained (exit 1, not 0).
+      if (code == 0 && !rows.rows.empty()) {
+        const int status = column(rows, "status");
+        if (std::none_of(rows.rows.begin(), rows.rows.end(), [&](const auto& r) { return r[status] == "ok"; })) {
+          log::warn("train", "no seed finished: every seed diverged (see the message column of summary.csv)");
+          code = 1;
         }
       }
       if (group)

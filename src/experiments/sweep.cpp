@@ -291,10 +291,15 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
         log::warn("sweep", "{}", e.what());
       }
     }
+    // A run whose every seed diverged exits 1 but is a result (status diverged), not a failure.
+    const Table& got = collected[i];
+    const int st = got.header.empty() ? -1 : column(got, "status");
+    const bool diverged = status[i] == 1 && st >= 0 && !got.rows.empty() &&
+                          std::all_of(got.rows.begin(), got.rows.end(), [&](const auto& row) { return row[st] == "diverged"; });
     if (status[i] == 130) res.interrupted = true;
-    else if (status[i] != 0) ++res.failed;
+    else if (status[i] != 0 && !diverged) ++res.failed;
     log::info("sweep", "[{}/{}] {} seed {}: {}", done, runs.size(), r.name, r.seed,
-              status[i] == 0 ? "done" : fmt::format("exit {} (see {})", status[i], r.log));
+              status[i] == 0 ? "done" : diverged ? "diverged" : fmt::format("exit {} (see {})", status[i], r.log));
   }
   for (auto& t : collected) {
     if (res.seeds.header.empty()) res.seeds.header = t.header;
