@@ -9,15 +9,13 @@ lecture_init 01_ffn "$@"
 probe activations activations
 probe ffn-params ffn_params
 
-sweep 01_ffn.yaml ffn
-cp "$RUNS/ffn/summary.csv" "$R/ffn_training.csv"
-cp "$RUNS/ffn/summary.md" "$R/ffn_training.md"
+sweep 01_ffn.yaml ffn ffn_training
 
-sweep 01_sparsity.yaml sparsity_lr
+sweep 01_sparsity.yaml sparsity_lr sparsity_lr
 # Sparsity of every trained FFN: the 01.3 runs (lr 3e-3) and the higher-lr ReLU runs.
 echo "point,lr,seed,layer,ffn,zero_fraction,dead_neurons,dead_fraction" > "$R/sparsity.csv"
 for run in "$RUNS"/ffn/runs/*/seed* "$RUNS"/sparsity_lr/runs/*/seed*; do
-  point="$(basename "$(dirname "$run")" | sed -E 's/^[0-9]+-//; s/-s[0-9]+$//')"
+  point="$(run_point "$run")"
   seed="${run##*/seed}"
   lr="$(awk '/^  lr:/ {print $2}' "$run/config.yaml")"
   "$LMX" -q probe sparsity "$run/model.safetensors" --csv "$RUNS/sparsity.tmp.csv" > /dev/null

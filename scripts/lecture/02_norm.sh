@@ -41,9 +41,7 @@ gradnorm_png() {
 gradnorm_png "$R/gradnorm.csv" "$R/gradnorm.png" "Gradient norm by layer at init (std 0.02): post- vs pre-norm"
 gradnorm_png "$R/gradnorm_xavier.csv" "$R/gradnorm_xavier.png" "Gradient norm by layer at init (std 0.125, Xavier): post- vs pre-norm"
 
-sweep 02_warmup.yaml warmup
-cp "$RUNS/warmup/summary.csv" "$R/warmup.csv"
-cp "$RUNS/warmup/summary.md" "$R/warmup.md"
+sweep 02_warmup.yaml warmup warmup
 # Figure: validation perplexity during training (seed 0), unigram perplexity for reference.
 unigram="$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "unigram_test_ppl") c = i; next } $c != "" { print $c; exit }' "$R/warmup.csv")"
 {
@@ -52,14 +50,12 @@ unigram="$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "unigram_test_
   echo "set logscale y"
   printf "plot "
   for run in "$RUNS"/warmup/runs/*-s0/seed0; do
-    point="$(basename "$(dirname "$run")" | sed -E 's/^[0-9]+-//; s/-s[0-9]+$//')"
+    point="$(run_point "$run")"
     printf "'%s' every ::1 using 1:(strcol(8) eq '' ? 1/0 : \$8) with lines lw 2 title '%s', " "$run/metrics.csv" "$point"
   done
   echo "${unigram:-0} with lines dt 2 lc rgb 'black' title 'unigram'"
 } | plot_png "$R/warmup_curves.png" "Warm-up: 6-layer models, no clipping (seed 0)"
 
-sweep 02_norm.yaml layernorm_vs_rmsnorm
-cp "$RUNS/layernorm_vs_rmsnorm/summary.csv" "$R/layernorm_vs_rmsnorm.csv"
-cp "$RUNS/layernorm_vs_rmsnorm/summary.md" "$R/layernorm_vs_rmsnorm.md"
+sweep 02_norm.yaml layernorm_vs_rmsnorm layernorm_vs_rmsnorm
 
 lecture_done

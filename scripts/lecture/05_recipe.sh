@@ -14,9 +14,7 @@ ablate=(-q ablate --one-at-a-time --seeds 0 --jobs "$JOBS" --out "$RUNS/ablation
 cp "$RUNS/ablation/ablation.csv" "$R/ablation.csv"
 cp "$RUNS/ablation/ablation.md" "$R/ablation.md"
 
-sweep 05_recipes.yaml recipes
-cp "$RUNS/recipes/summary.csv" "$R/recipes.csv"
-cp "$RUNS/recipes/summary.md" "$R/recipes.md"
+sweep 05_recipes.yaml recipes recipes
 # KV cache per token for both recipes (one row each, from the first seed's row; bytes: all layers, BF16).
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
                    print "recipe,params,kv_numbers_per_token_per_layer,kv_bytes_per_token_bf16"; next }
@@ -24,12 +22,11 @@ awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
            print $1 "," $c["params"] "," $c["kv_numbers_per_token_per_layer"] "," $c["kv_bytes_per_token_bf16"] }' \
   "$R/recipes.csv" > "$R/kv_per_token.csv"
 
-sweep 05_stability.yaml stability
-cp "$RUNS/stability/summary.csv" "$R/stability_summary.csv"
+sweep 05_stability.yaml stability stability_summary
 # Train loss at the first and the last step of each run (metrics.csv: step, epoch, train_loss, ...).
 echo "recipe,seed,first_train_loss,last_train_loss,best_val_ppl,status" > "$R/stability.csv"
 for run in "$RUNS"/stability/runs/*/seed*; do
-  point="$(basename "$(dirname "$run")" | sed -E 's/^[0-9]+-//; s/-s[0-9]+$//')"
+  point="$(run_point "$run")"
   seed="${run##*/seed}"
   best="$(awk -F, -v p="$point" -v s="$seed" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
                                                $1 == p && $2 == s { print $c["best_val_ppl"] "," $c["status"] }' "$R/stability_summary.csv")"
@@ -43,7 +40,7 @@ csv_md "$R/stability.csv" > "$R/stability.md"
   printf "plot "
   sep=""
   for run in "$RUNS"/stability/runs/*/seed*; do
-    point="$(basename "$(dirname "$run")" | sed -E 's/^[0-9]+-//')"
+    point="$(run_point "$run")-s${run##*/seed}"
     printf "%s'%s' every ::1 using 1:3 with lines title '%s'" "$sep" "$run/metrics.csv" "$point"
     sep=", "
   done

@@ -78,12 +78,17 @@ probe() {
   "$LMX" -q probe "$name" "$@" --csv "$R/$stem.csv" > "$R/$stem.md"
 }
 
-# sweep SPEC DIR [options...]: runs an experiment spec into $RUNS/DIR.
+# sweep SPEC DIR NAME: runs an experiment spec into $RUNS/DIR and keeps its summary as
+# $R/NAME.csv and $R/NAME.md.
 sweep() {
-  local spec="$1" dir="$2"
-  shift 2
-  "$LMX" -q sweep "$ROOT/experiments/$spec" "${SWEEP[@]}" --out "$RUNS/$dir" "$@" > /dev/null
+  local spec="$1" dir="$2" name="$3"
+  "$LMX" -q sweep "$ROOT/experiments/$spec" "${SWEEP[@]}" --out "$RUNS/$dir" > /dev/null
+  cp "$RUNS/$dir/summary.csv" "$R/$name.csv"
+  cp "$RUNS/$dir/summary.md" "$R/$name.md"
 }
+
+# run_point RUN_DIR: the grid point of a sweep run (.../runs/NNN-<point>-s<seed>/seed<seed>).
+run_point() { basename "$(dirname "$1")" | sed -E 's/^[0-9]+-//; s/-s[0-9]+$//'; }
 
 # csv_md FILE: a CSV without quoted fields as a Markdown table.
 csv_md() {

@@ -3,8 +3,7 @@
 # scripts/lecture/all.sh), with a verdict for every lecture claim computed from those
 # tables, and the hand-written discussion in docs/results_notes.md.
 #   scripts/lecture/report.sh [--results DIR] [--out FILE]
-set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"  # ROOT, csv_md
 RES="$ROOT/results"
 OUT="$ROOT/docs/RESULTS.md"
 while (($#)); do
@@ -217,8 +216,7 @@ echo "### Stability: 6 layers, lr 5e-3, no warm-up, no clipping"
 include "$RES/05_recipe/stability.md"
 figure 05_recipe/stability_curves.png "stability training curves"
 echo "### KV cache per token"
-include <(csv_md_local() { awk -F, 'NR == 1 { n = NF; l = "|"; s = "|"; for (i = 1; i <= NF; i++) { l = l " " $i " |"; s = s "---|" } print l; print s; next }
-                                   { l = "|"; for (i = 1; i <= n; i++) l = l " " $i " |"; print l }' "$1"; }; csv_md_local "$RES/05_recipe/kv_per_token.csv")
+include <(csv_md "$RES/05_recipe/kv_per_token.csv")
 } > "$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
 echo "report.sh: wrote $OUT" >&2

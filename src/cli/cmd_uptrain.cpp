@@ -28,13 +28,7 @@ namespace lmx::cli {
 namespace {
 
 EvalResult test_eval(ModernLM& model, const data::Corpus& corpus, const Config& cfg) {
-  EvalOptions opt;
-  opt.split = data::Split::Test;
-  opt.layout = data::parse_layout(cfg.data.layout);
-  opt.seq_len = opt.layout == data::Layout::Packed ? cfg.data.seq_len : 0;
-  opt.batch_size = std::max(cfg.train.batch_size, 32);
-  opt.pronoun_window = cfg.data.pronoun_window;
-  return evaluate(model, corpus, opt);
+  return evaluate(model, corpus, eval_options(cfg, data::Split::Test));
 }
 
 // Optimizer steps of the checkpoint's training run: its "steps" metadata, else the config's.
@@ -46,12 +40,7 @@ int64_t original_budget(const Checkpoint& ck, const data::Corpus& corpus) {
     } catch (const std::exception&) {
     }
   }
-  const Config& c = ck.config;
-  if (c.train.steps > 0) return c.train.steps;
-  data::Batcher b(data::make_rows(corpus.train, data::parse_layout(c.data.layout), c.data.seq_len,
-                                  corpus.vocab.eos),
-                  c.train.batch_size, 0, corpus.vocab.pad);
-  return c.train.epochs * std::max<int64_t>(1, b.batches_per_epoch());
+  return planned_steps(ck.config, corpus);
 }
 
 }  // namespace

@@ -10,6 +10,17 @@
 
 namespace lmx {
 
+EvalOptions eval_options(const Config& cfg, data::Split split) {
+  EvalOptions opt;
+  opt.split = split;
+  opt.layout = data::parse_layout(cfg.data.layout);
+  opt.seq_len = opt.layout == data::Layout::Packed ? cfg.data.seq_len : 0;
+  opt.batch_size = std::max(cfg.train.batch_size, 32);
+  opt.max_docs = split == data::Split::Val ? cfg.train.eval_docs : 0;
+  opt.pronoun_window = cfg.data.pronoun_window;
+  return opt;
+}
+
 EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "config/config.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "model/lm.h"
@@ -42,5 +43,10 @@ struct EvalResult {
 };
 
 EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt);
+
+// How a training run evaluates a split of its config: the training layout (packed rows of
+// seq_len, or whole documents), batch max(batch_size, 32), the config's pronoun window, and
+// train.eval_docs documents for validation (every document for the test split).
+EvalOptions eval_options(const Config& cfg, data::Split split);
 
 }  // namespace lmx

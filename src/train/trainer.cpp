@@ -135,6 +135,17 @@ int64_t count_parameters(const ModernLM& model) {
   return n;
 }
 
+int64_t total_steps(const TrainConfig& t, int64_t batches_per_epoch) {
+  return t.steps > 0 ? t.steps : t.epochs * std::max<int64_t>(1, batches_per_epoch);
+}
+
+int64_t planned_steps(const Config& cfg, const data::Corpus& corpus) {
+  const data::Batcher batcher(data::make_rows(corpus.train, data::parse_layout(cfg.data.layout), cfg.data.seq_len,
+                                              corpus.vocab.eos),
+                              cfg.train.batch_size, 0, corpus.vocab.pad);
+  return total_steps(cfg.train, batcher.batches_per_epoch());
+}
+
 Config resolve_for_corpus(Config cfg, const data::Corpus& corpus) {
   const int v = corpus.vocab.size();
   if (cfg.model.vocab_size == 0) cfg.model.vocab_size = v;
@@ -212,7 +223,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   data::Batcher batcher(data::make_rows(corpus.train, layout, cfg.data.seq_len, corpus.vocab.eos),
                         t.batch_size, opt.seed, corpus.vocab.pad, dist::rank(), dist::world());
   const int64_t per_epoch = std::max<int64_t>(1, batcher.batches_per_epoch());
-  const int64_t total = t.steps > 0 ? t.steps : t.epochs * per_epoch;
+  const int64_t total = total_steps(t, per_epoch);
 
   TrainState state;
   state.threads = runtime::threads();
@@ -256,13 +267,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
                                              "val_loss", "val_ppl"},
                     /*append=*/opt.resume);
 
-  EvalOptions val_opt;
-  val_opt.split = data::Split::Val;
-  val_opt.layout = layout;
-  val_opt.seq_len = layout == data::Layout::Packed ? cfg.data.seq_len : 0;
-  val_opt.batch_size = std::max(t.batch_size, 32);
-  val_opt.max_docs = t.eval_docs;
-  val_opt.pronoun_window = cfg.data.pronoun_window;
+  const EvalOptions val_opt = eval_options(cfg, data::Split::Val);
 
   // Writes the checkpoint; with optimizer state when the run can be continued from it.
   auto checkpoint = [&](const std::string& status, double train_seconds) {
@@ -363,10 +368,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
 
   checkpoint(res.status, train_seconds);
   if (res.status == "ok") {
-    EvalOptions test_opt = val_opt;
-    test_opt.split = data::Split::Test;
-    test_opt.max_docs = 0;
-    res.test = evaluate(model, corpus, test_opt);
+    res.test = evaluate(model, corpus, eval_options(cfg, data::Split::Test));
   }
   res.wall_s = seconds_since(t_start) + seconds_before;
   res.peak_rss_mib = peak_rss_mib();

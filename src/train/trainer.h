@@ -45,6 +45,11 @@ struct RunResult {
   double peak_rss_mib = 0;
 };
 
+// Optimizer steps of a run: train.steps, else train.epochs passes of batches_per_epoch.
+int64_t total_steps(const TrainConfig& t, int64_t batches_per_epoch);
+// The same for a config on a corpus (one process).
+int64_t planned_steps(const Config& cfg, const data::Corpus& corpus);
+
 // Resolves data-dependent fields (vocab_size) of a config against a corpus.
 Config resolve_for_corpus(Config cfg, const data::Corpus& corpus);
 
