@@ -76,7 +76,7 @@ void add_uptrain_command(CLI::App& app, Globals& g) {
       const auto seeds = parse_seeds(a->seeds, 1, g.seed);
       // Validate every conversion before anything trains.
       for (int k : kv_heads)
-        for (const auto& init : inits) convert_kv_heads(ck, k, init);
+        for (const auto& init : inits) check_kv_conversion(ck, k, init);
 
       data::Corpus corpus = data::load_corpus(base.data);
       const int64_t budget = original_budget(ck, corpus);

@@ -38,7 +38,7 @@ torch::Tensor pool_heads(const torch::Tensor& w, int64_t hs, int64_t hk, const s
 
 }  // namespace
 
-ModernLM convert_kv_heads(const Checkpoint& ckpt, int kv_heads, const std::string& init) {
+void check_kv_conversion(const Checkpoint& ckpt, int kv_heads, const std::string& init) {
   const ModelConfig& src = ckpt.config.model;
   const auto& inits = kv_pool_inits();
   if (std::find(inits.begin(), inits.end(), init) == inits.end())
@@ -51,6 +51,12 @@ ModernLM convert_kv_heads(const Checkpoint& ckpt, int kv_heads, const std::strin
     throw InputError(fmt::format("--kv-heads {}: must divide the checkpoint's {} KV heads ({})", kv_heads,
                                  hs, ckpt.path),
                      fmt::format("choose a divisor of {}", hs));
+}
+
+ModernLM convert_kv_heads(const Checkpoint& ckpt, int kv_heads, const std::string& init) {
+  check_kv_conversion(ckpt, kv_heads, init);
+  const ModelConfig& src = ckpt.config.model;
+  const int hs = src.kv_heads();
   ModelConfig dst = src;
   dst.n_kv_heads = kv_heads;
   ModernLM model(dst);

@@ -18,6 +18,9 @@ namespace lmx {
 // The names accepted by --init.
 const std::vector<std::string>& kv_pool_inits();
 
+// The InputErrors of convert_kv_heads, without building anything.
+void check_kv_conversion(const Checkpoint& ckpt, int kv_heads, const std::string& init);
+
 // Builds the converted model (its config is ckpt.config with model.n_kv_heads = kv_heads).
 // InputError when the checkpoint is not MHA/GQA attention, kv_heads does not divide its KV
 // heads, or init is unknown. The random init draws from torch's global generator.
