@@ -28,21 +28,23 @@ struct AttnShape {
 int64_t forward_scratch(const AttnShape& s);
 int64_t backward_scratch(const AttnShape& s);
 
-// o rows (strided like q: o + r*o_sh + i*o_st) = softmax(causal(q·kᵀ·scale))·v. p: when not
-// null, the probabilities (group, Tq, tk_pad) are kept there for the backward.
+// o rows (strided like q: o + r*o_sh + i*o_st) = softmax(causal(q·kᵀ·scale))·v. lse: when not
+// null, each query row's log-sum-exp of its scaled scores (group × Tq, head r at lse + r*Tq),
+// from which the backward recomputes the probabilities (flash-attention style: the (T, T)
+// probabilities of every head never go to memory).
 struct ForwardArgs {
   const float *q, *k, *v;
   int64_t q_st, q_sh, k_st, v_st;
   float* o;
   int64_t o_st, o_sh;
-  float* p;
+  float* lse;
 };
 using ForwardFn = void (*)(const ForwardArgs&, const AttnShape&, float* scratch);
 
 // Gradients: dq rows (strided like q), dk and dv rows (strided like k and v) are written
-// (not accumulated). do_ and o are strided like q (o_st, o_sh); p as saved by the forward.
+// (not accumulated). dout and o are strided like q (o_st, o_sh); lse as the forward wrote it.
 struct BackwardArgs {
-  const float *q, *k, *v, *o, *dout, *p;
+  const float *q, *k, *v, *o, *dout, *lse;
   int64_t q_st, q_sh, k_st, v_st, o_st, o_sh;
   float *dq, *dk, *dv;
   int64_t dq_st, dq_sh, dk_st, dv_st;

@@ -10,7 +10,7 @@ int64_t forward_scratch(const AttnShape& s) {
 
 int64_t backward_scratch(const AttnShape& s) {
   const int64_t tq = s.tq_pad(), tk = s.tk_pad(), D = s.D;
-  return 4 * tk * D + 3 * tq * D + tq * tk + tq;
+  return 5 * tk * D + 3 * tq * D + 2 * tq * tk + tq;
 }
 
 namespace {

@@ -4,9 +4,10 @@
 //
 // Forward, per query head: Qr = RoPE(q); S = scale·Qr·Krᵀ for the visible keys (4 query rows
 // × 8 keys register tiles); P = softmax rows (vector exp); O = P·V.
-// Backward: dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O))·scale, dQr = dS·Kr, dKr = dSᵀ·Qr,
-// dV = Pᵀ·dO (summed over the group's query heads; rank-4 updates, no transposes), then the
-// inverse RoPE rotation.
+// The forward keeps each row's log-sum-exp, not P.
+// Backward: P = exp(scale·Qr·Krᵀ − lse) recomputed, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O))·scale,
+// dQr = dS·Kr, dKr = dSᵀ·Qr, dV = Pᵀ·dO (summed over the group's query heads; 4 keys × 8
+// columns register tiles over the rows, no transposes), then the inverse RoPE rotation.
 #include <algorithm>
 #include <cmath>
 
@@ -100,23 +101,42 @@ void pv(const float* P, int64_t ld, int64_t rows, Lo lo, Hi hi, const float* V, 
   }
 }
 
-// out[j] += Σ_{i < rows} P[i][j]·X[i] for j < hi(last row of each 4-row tile): Pᵀ·X without
-// forming Pᵀ (P padded to a multiple of 4 rows, ld columns, zero outside each row's range;
-// X padded likewise, rows at x_st; D a multiple of 8; out rows at out_st, accumulated).
-template <class Hi>
-void ptx(const float* P, int64_t ld, int64_t rows, Hi hi, const float* X, int64_t x_st, int64_t D, float* out,
-         int64_t out_st) {
-  for (int64_t i0 = 0; i0 < rows; i0 += 4) {
-    const int64_t n = hi(std::min(i0 + 3, rows - 1));
-    const float *p0 = P + i0 * ld, *p1 = p0 + ld, *p2 = p1 + ld, *p3 = p2 + ld;
-    const float* x = X + i0 * x_st;
+// out[j] += Σ_i P[i][j]·X[i] for keys j < cols: Pᵀ·X without forming Pᵀ. Tiles of 4 keys ×
+// 8 columns stay in registers over the rows i in [first(j0), rows) (P is zero where a row does
+// not see a key; first(j0) is the first row that sees key j0). P has ld >= ceil4(cols) columns,
+// X rows at x_st, D a multiple of 8, out rows at out_st (accumulated).
+template <class First>
+void ptx(const float* P, int64_t ld, int64_t rows, int64_t cols, First first, const float* X, int64_t x_st,
+         int64_t D, float* out, int64_t out_st) {
+  for (int64_t j0 = 0; j0 < cols; j0 += 4) {
+    const int64_t i0 = first(j0), nj = std::min<int64_t>(4, cols - j0);
     for (int64_t c = 0; c < D; c += 8) {
-      const v8f x0 = vload(x + c), x1 = vload(x + x_st + c), x2 = vload(x + 2 * x_st + c),
-                x3 = vload(x + 3 * x_st + c);
-      float* o = out + c;
-      for (int64_t j = 0; j < n; ++j, o += out_st) vstore(o, vload(o) + p0[j] * x0 + p1[j] * x1 + p2[j] * x2 + p3[j] * x3);
+      v8f c0 = splat(0), c1 = c0, c2 = c0, c3 = c0;
+      const float* p = P + i0 * ld + j0;
+      const float* x = X + i0 * x_st + c;
+      for (int64_t i = i0; i < rows; ++i, p += ld, x += x_st) {
+        const v8f xv = vload(x);
+        c0 += p[0] * xv;
+        c1 += p[1] * xv;
+        c2 += p[2] * xv;
+        c3 += p[3] * xv;
+      }
+      const v8f acc[4] = {c0, c1, c2, c3};
+      for (int64_t r = 0; r < nj; ++r) {
+        float* o = out + (j0 + r) * out_st + c;
+        vstore(o, vload(o) + acc[r]);
+      }
     }
   }
+}
+
+// Σ_d a[d]·b[d], D a multiple of 8.
+static inline __attribute__((always_inline)) float dot_row(const float* a, const float* b, int64_t D) {
+  v8f acc = vload(a) * vload(b);
+  for (int64_t d = 8; d < D; d += 8) acc += vload(a + d) * vload(b + d);
+  float sum = 0;
+  for (int k = 0; k < 8; ++k) sum += acc[k];
+  return sum;
 }
 
 // y[0, D) = x[0, D), D a multiple of 8 (inline: no libc call per row).
@@ -166,8 +186,8 @@ static inline __attribute__((always_inline)) void unrotate(const float* g, float
   }
 }
 
-// Row i of S: softmax over [0, n), zeros on [n, ld).
-static inline __attribute__((always_inline)) void softmax_row(float* s, int64_t n, int64_t ld) {
+// Row i of S: softmax over [0, n), zeros on [n, ld); returns the row's log-sum-exp.
+static inline __attribute__((always_inline)) float softmax_row(float* s, int64_t n, int64_t ld) {
   int64_t j = 0;
   float m = s[0];
   if (n >= 8) {
@@ -201,6 +221,21 @@ static inline __attribute__((always_inline)) void softmax_row(float* s, int64_t 
   const int64_t filled = j;  // exps written on [0, filled), zeros on [n, filled)
   for (j = 0; j < filled; j += 8) vstore(s + j, vload(s + j) * inv);
   for (; j < ld; ++j) s[j] = 0;
+  return m + std::log(sum);
+}
+
+// Row i of S (scaled scores) -> P = exp(s − lse) on [0, n), zeros on [n, ld).
+static inline __attribute__((always_inline)) void probs_row(float* s, int64_t n, int64_t ld, float lse) {
+  const v8f l = splat(lse);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) vstore(s + j, vexp(vload(s + j) - l));
+  if (j < n) {
+    const v8f lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    const v8f e = vexp(vload(s + j) - l);
+    vstore(s + j, lane < splat(static_cast<float>(n - j)) ? e : splat(0));
+    j += 8;
+  }
+  for (; j < ld; ++j) s[j] = 0;
 }
 
 }  // namespace
@@ -209,7 +244,7 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
   const int64_t D = s.D, Tq = s.Tq, Tk = s.Tk, tqp = s.tq_pad(), tkp = s.tk_pad();
   float* Kt = scratch;             // D × tkp rotated keys, transposed
   float* Qr = Kt + D * tkp;        // tqp × D rotated queries of one head
-  float* S = Qr + tqp * D;         // tqp × tkp (when a.p is null)
+  float* S = Qr + tqp * D;         // tqp × tkp scores, then probabilities
   float* row = S + tqp * tkp;      // D
   std::fill(Kt, Kt + D * tkp, 0.0f);
   for (int64_t j = 0; j < Tk; ++j) {
@@ -221,60 +256,70 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
   auto zero = [](int64_t) { return int64_t{0}; };
   for (int64_t r = 0; r < s.group; ++r) {
     for (int64_t i = 0; i < Tq; ++i) rotate(a.q + r * a.q_sh + i * a.q_st, Qr + i * D, s.q_start + i, s);
-    float* P = a.p ? a.p + r * tqp * tkp : S;
-    scores(Qr, Tq, D, Kt, tkp, s.scale, visible, P);
-    for (int64_t i = 0; i < Tq; ++i) softmax_row(P + i * tkp, s.visible(i), tkp);
-    for (int64_t i = Tq; i < tqp; ++i) std::fill(P + i * tkp, P + (i + 1) * tkp, 0.0f);
-    pv(P, tkp, Tq, zero, visible, a.v, a.v_st, D, a.o + r * a.o_sh, a.o_st, /*accumulate=*/false);
+    scores(Qr, Tq, D, Kt, tkp, s.scale, visible, S);
+    for (int64_t i = 0; i < Tq; ++i) {
+      const float lse = softmax_row(S + i * tkp, s.visible(i), tkp);
+      if (a.lse) a.lse[r * Tq + i] = lse;
+    }
+    for (int64_t i = Tq; i < tqp; ++i) std::fill(S + i * tkp, S + (i + 1) * tkp, 0.0f);
+    pv(S, tkp, Tq, zero, visible, a.v, a.v_st, D, a.o + r * a.o_sh, a.o_st, /*accumulate=*/false);
   }
 }
 
 void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
   const int64_t D = s.D, Tq = s.Tq, Tk = s.Tk, tqp = s.tq_pad(), tkp = s.tk_pad();
   float* Kr = scratch;           // tkp × D rotated keys (rows)
-  float* Vt = Kr + tkp * D;      // D × tkp values, transposed
+  float* Kt = Kr + tkp * D;      // D × tkp rotated keys, transposed
+  float* Vt = Kt + D * tkp;      // D × tkp values, transposed
   float* Qr = Vt + D * tkp;      // tqp × D rotated queries of one head
   float* dO = Qr + tqp * D;      // tqp × D
-  float* dS = dO + tqp * D;      // tqp × tkp
+  float* P = dO + tqp * D;       // tqp × tkp recomputed probabilities
+  float* dS = P + tqp * tkp;     // tqp × tkp
   float* dK = dS + tqp * tkp;    // tkp × D rotated-space key gradient
   float* dV = dK + tkp * D;      // tkp × D
   float* dq = dV + tkp * D;      // tqp × D rotated-space query gradient
   float* delta = dq + tqp * D;   // tqp
   std::fill(Kr, Kr + tkp * D, 0.0f);
-  std::fill(Vt, Vt + D * tkp, 0.0f);
+  std::fill(Kt, Kt + 2 * D * tkp, 0.0f);  // Kt and Vt
   for (int64_t j = 0; j < Tk; ++j) {
-    rotate(a.k + j * a.k_st, Kr + j * D, j, s);
+    float* kr = Kr + j * D;
+    rotate(a.k + j * a.k_st, kr, j, s);
     const float* v = a.v + j * a.v_st;
-    for (int64_t d = 0; d < D; ++d) Vt[d * tkp + j] = v[d];
+    for (int64_t d = 0; d < D; ++d) {
+      Kt[d * tkp + j] = kr[d];
+      Vt[d * tkp + j] = v[d];
+    }
   }
   std::fill(Qr + Tq * D, Qr + tqp * D, 0.0f);
   std::fill(dO + Tq * D, dO + tqp * D, 0.0f);
   std::fill(dK, dK + 2 * tkp * D, 0.0f);  // dK and dV
   auto visible = [&](int64_t i) { return s.visible(i); };
   auto zero = [](int64_t) { return int64_t{0}; };
+  auto first = [&](int64_t j) { return std::max<int64_t>(0, j - s.q_start); };  // first row seeing key j
   for (int64_t r = 0; r < s.group; ++r) {
-    const float* P = a.p + r * tqp * tkp;
     for (int64_t i = 0; i < Tq; ++i) {
       rotate(a.q + r * a.q_sh + i * a.q_st, Qr + i * D, s.q_start + i, s);
       const float *g = a.dout + r * a.o_sh + i * a.o_st, *o = a.o + r * a.o_sh + i * a.o_st;
-      float dot = 0;
-      for (int64_t d = 0; d < D; ++d) dot += g[d] * o[d];
       copy_row(dO + i * D, g, D);
-      delta[i] = dot;
+      delta[i] = dot_row(g, o, D);
     }
+    scores(Qr, Tq, D, Kt, tkp, s.scale, visible, P);
+    for (int64_t i = 0; i < Tq; ++i) probs_row(P + i * tkp, s.visible(i), tkp, a.lse[r * Tq + i]);
+    for (int64_t i = Tq; i < tqp; ++i) std::fill(P + i * tkp, P + (i + 1) * tkp, 0.0f);
     scores(dO, Tq, D, Vt, tkp, 1.0f, visible, dS);  // dP
     for (int64_t i = 0; i < tqp; ++i) {
       float* ds = dS + i * tkp;
       const float* p = P + i * tkp;
       const int64_t n = i < Tq ? s.visible(i) : 0;
-      const float di = i < Tq ? delta[i] : 0.0f, scale = s.scale;
-      for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - di) * scale;
-      for (int64_t j = n; j < tkp; ++j) ds[j] = 0;
+      const v8f di = splat(i < Tq ? delta[i] : 0.0f), sc = splat(s.scale);
+      int64_t j = 0;
+      for (; j < n; j += 8) vstore(ds + j, vload(p + j) * (vload(ds + j) - di) * sc);  // P is 0 past n
+      for (; j < tkp; ++j) ds[j] = 0;
     }
     pv(dS, tkp, Tq, zero, visible, Kr, D, D, dq, D, /*accumulate=*/false);
     for (int64_t i = 0; i < Tq; ++i) unrotate(dq + i * D, a.dq + r * a.dq_sh + i * a.dq_st, s.q_start + i, s);
-    ptx(dS, tkp, Tq, visible, Qr, D, D, dK, D);
-    ptx(P, tkp, Tq, visible, dO, D, D, dV, D);
+    ptx(dS, tkp, Tq, Tk, first, Qr, D, D, dK, D);
+    ptx(P, tkp, Tq, Tk, first, dO, D, D, dV, D);
   }
   for (int64_t j = 0; j < Tk; ++j) {
     unrotate(dK + j * D, a.dk + j * a.dk_st, j, s);

@@ -23,15 +23,14 @@ std::atomic<bool>& enabled_flag() {
 }
 
 // q4 (B, Tq, H, D), k4 / v4 (B, Tk, Hk, D) strided views with a contiguous last dim; o4 like
-// q4; p (B, H, tq_pad, tk_pad) or undefined.
+// q4; lse (B, H, Tq) or undefined.
 void run_forward(const torch::Tensor& q4, const torch::Tensor& k4, const torch::Tensor& v4, const torch::Tensor& o4,
-                 const torch::Tensor& p, kernels::AttnShape shape) {
-  const int64_t B = q4.size(0), H = q4.size(2), Hk = k4.size(2);
+                 const torch::Tensor& lse, kernels::AttnShape shape) {
+  const int64_t B = q4.size(0), H = q4.size(2), Hk = k4.size(2), Tq = q4.size(1);
   shape.group = H / Hk;
-  const int64_t per_head_p = shape.tq_pad() * shape.tk_pad();
   const float *q = q4.data_ptr<float>(), *k = k4.data_ptr<float>(), *v = v4.data_ptr<float>();
   float* o = o4.data_ptr<float>();
-  float* pp = p.defined() ? p.data_ptr<float>() : nullptr;
+  float* lp = lse.defined() ? lse.data_ptr<float>() : nullptr;
   auto kernel = kernels::forward_kernel();
   const int64_t scratch_n = kernels::forward_scratch(shape);
   at::parallel_for(0, B * Hk, 1, [&](int64_t begin, int64_t end) {
@@ -49,7 +48,7 @@ void run_forward(const torch::Tensor& q4, const torch::Tensor& k4, const torch::
       a.o = o + b * o4.stride(0) + h0 * o4.stride(2);
       a.o_st = o4.stride(1);
       a.o_sh = o4.stride(2);
-      a.p = pp ? pp + (b * H + h0) * per_head_p : nullptr;
+      a.lse = lp ? lp + (b * H + h0) * Tq : nullptr;
       kernel(a, shape, scratch.data());
     }
   });
@@ -81,9 +80,9 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
     const int64_t B = qkv.size(0), T = qkv.size(1), D = qkv.size(3);
     auto shape = make_shape(T, T, D, 0, scale, cos, sin, interleaved);
     auto o = torch::empty({B, T, H, D}, qkv.options());
-    auto p = torch::empty({B, H, shape.tq_pad(), shape.tk_pad()}, qkv.options());
-    run_forward(qkv.narrow(2, 0, H), qkv.narrow(2, H, Hk), qkv.narrow(2, H + Hk, Hk), o, p, shape);
-    ctx->save_for_backward({qkv, o, p, cos, sin});
+    auto lse = torch::empty({B, H, T}, qkv.options());
+    run_forward(qkv.narrow(2, 0, H), qkv.narrow(2, H, Hk), qkv.narrow(2, H + Hk, Hk), o, lse, shape);
+    ctx->save_for_backward({qkv, o, lse, cos, sin});
     ctx->saved_data["H"] = H;
     ctx->saved_data["Hk"] = Hk;
     ctx->saved_data["scale"] = scale;
@@ -94,7 +93,7 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const auto &qkv = saved[0], &o = saved[1], &p = saved[2], &cos = saved[3], &sin = saved[4];
+    const auto &qkv = saved[0], &o = saved[1], &lse = saved[2], &cos = saved[3], &sin = saved[4];
     const int64_t H = ctx->saved_data["H"].toInt(), Hk = ctx->saved_data["Hk"].toInt();
     const int64_t B = qkv.size(0), T = qkv.size(1), D = qkv.size(3);
     auto shape = make_shape(T, T, D, 0, ctx->saved_data["scale"].toDouble(), cos, sin,
@@ -102,9 +101,9 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
     shape.group = H / Hk;
     auto dout = grads[0].contiguous();
     auto dqkv = torch::empty_like(qkv);
-    const int64_t W = H + 2 * Hk, row = W * D, per_head_p = shape.tq_pad() * shape.tk_pad();
+    const int64_t W = H + 2 * Hk, row = W * D;
     const float *q = qkv.data_ptr<float>(), *op = o.data_ptr<float>(), *dop = dout.data_ptr<float>(),
-                *pp = p.data_ptr<float>();
+                *lp = lse.data_ptr<float>();
     float* dq = dqkv.data_ptr<float>();
     auto kernel = kernels::backward_kernel();
     const int64_t scratch_n = kernels::backward_scratch(shape);
@@ -123,7 +122,7 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
         a.dout = dop + b * T * H * D + h0 * D;
         a.o_st = H * D;
         a.o_sh = D;
-        a.p = pp + (b * H + h0) * per_head_p;
+        a.lse = lp + (b * H + h0) * T;
         a.dq = dq + base + h0 * D;
         a.dk = dq + base + (H + g) * D;
         a.dv = dq + base + (H + Hk + g) * D;

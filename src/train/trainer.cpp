@@ -15,6 +15,7 @@
 #include "dist/dist.h"
 #include "model/checkpoint.h"
 #include "model/memory.h"
+#include "train/optimizer.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 #include "util/csv.h"
@@ -62,7 +63,7 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
                                  torch::optim::AdamWOptions(opts).weight_decay(t.weight_decay)));
   groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
                                     torch::optim::AdamWOptions(opts).weight_decay(0.0)));
-  return std::make_unique<torch::optim::AdamW>(std::move(groups), opts);
+  return std::make_unique<FusedAdamW>(std::move(groups), opts);
 }
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
@@ -89,12 +90,18 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
     loss = nll / std::max(1.0, global_tokens);
   }
   if (poison_loss) loss = loss * std::nan("");
-  optimizer.zero_grad();
+  const auto params = model->parameters();
+  clear_gradients(params);
   loss.backward();
   if (group) {
     dist::fault_point();
     std::vector<torch::Tensor> reduce{loss.detach().reshape({1}).clone()};
-    for (auto& p : model->parameters()) reduce.push_back(p.grad());
+    for (auto& p : params) {
+      // Every rank all-reduces the same list: a parameter this rank's batch did not reach
+      // contributes zeros.
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      reduce.push_back(p.grad());
+    }
     group->allreduce_sum(reduce, "gradient all-reduce");
     r.loss = reduce[0].item<double>();
   } else {
@@ -114,20 +121,7 @@ double peak_rss_mib() {
   return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-double clip_gradients(ModernLM& model, double max_norm) {
-  try {
-    // error_if_nonfinite: a NaN/inf norm must not be spread into every gradient by the
-    // scaling, so that the divergence report can name the parameter where it started.
-    return torch::nn::utils::clip_grad_norm_(
-        model->parameters(), max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity(), 2.0,
-        /*error_if_nonfinite=*/true);
-  } catch (const c10::Error&) {
-    double ss = 0;
-    for (const auto& p : model->parameters())
-      if (p.grad().defined()) ss += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
-    return std::isfinite(ss) ? std::nan("") : std::sqrt(ss);  // NaN or inf, gradients untouched
-  }
-}
+double clip_gradients(ModernLM& model, double max_norm) { return clip_grad_norm(model->parameters(), max_norm); }
 
 int64_t count_parameters(const ModernLM& model) {
   int64_t n = 0;

@@ -1,0 +1,126 @@
+#include "train/optimizer.h"
+
+#include <c10/util/string_utils.h>
+#include <torch/csrc/autograd/generated/variable_factories.h>
+#include <torch/utils.h>
+
+#include <cmath>
+#include <limits>
+
+namespace lmx {
+
+namespace {
+
+// One AdamW update over n floats (restrict: the loop vectorizes).
+void adamw_update(float* __restrict__ w, const float* __restrict__ g, float* __restrict__ m, float* __restrict__ v,
+                  int64_t n, float decay, float b1, float a1, float b2, float a2, float inv_sqrt_bc2, float eps,
+                  float step_size) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float mi = m[i] * b1 + a1 * gi;
+    const float vi = v[i] * b2 + a2 * (gi * gi);
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = w[i] * decay - step_size * (mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps));
+  }
+}
+
+bool fusable(const torch::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous();
+}
+
+}  // namespace
+
+torch::Tensor FusedAdamW::step(LossClosure closure) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure) {
+    torch::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups()) {
+    auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
+    for (auto& p : group.params()) {
+      const auto& grad = p.grad();
+      if (!grad.defined()) continue;
+      if (o.amsgrad() || !fusable(p) || !fusable(grad)) {
+        // LibTorch's update for this parameter alone: a one-parameter AdamW over the same state.
+        torch::optim::AdamW one({p}, o);
+        const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+        auto it = state_.find(key);
+        if (it != state_.end()) one.state()[key] = std::move(it->second);
+        one.step();
+        state_[key] = std::move(one.state()[key]);
+        continue;
+      }
+      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto it = state_.find(key);
+      if (it == state_.end()) {
+        auto s = std::make_unique<torch::optim::AdamWParamState>();
+        s->step(0);
+        s->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        s->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        it = state_.emplace(key, std::move(s)).first;
+      }
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
+      s.step(s.step() + 1);
+      const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+      const double bc1 = 1 - std::pow(beta1, s.step()), bc2 = 1 - std::pow(beta2, s.step());
+      // The same arithmetic as AdamW::step, in float: p·(1 − lr·wd), then
+      // m = β1·m + (1 − β1)·g, v = β2·v + (1 − β2)·g², p −= lr/bc1 · m / (√v/√bc2 + eps).
+      const float decay = static_cast<float>(1 - o.lr() * o.weight_decay());
+      const float b1 = static_cast<float>(beta1), a1 = static_cast<float>(1 - beta1);
+      const float b2 = static_cast<float>(beta2), a2 = static_cast<float>(1 - beta2);
+      const float inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
+      const float eps = static_cast<float>(o.eps()), step_size = static_cast<float>(o.lr() / bc1);
+      adamw_update(p.data_ptr<float>(), grad.data_ptr<float>(), s.exp_avg().data_ptr<float>(),
+                   s.exp_avg_sq().data_ptr<float>(), p.numel(), decay, b1, a1, b2, a2, inv_sqrt_bc2, eps, step_size);
+    }
+  }
+  return loss;
+}
+
+void clear_gradients(const std::vector<torch::Tensor>& params) {
+  for (const auto& p : params) {
+    if (!p.grad().defined()) continue;
+    const_cast<torch::Tensor&>(p).mutable_grad() = torch::Tensor();
+  }
+}
+
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  double ss = 0;
+  for (const auto& p : params) {
+    const auto& g = p.grad();
+    if (!g.defined()) continue;
+    if (fusable(g)) {
+      const float* x = g.data_ptr<float>();
+      const int64_t n = g.numel();
+      double lane[4] = {0, 0, 0, 0};  // independent sums: the loop vectorizes
+      int64_t i = 0;
+      for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; ++k) lane[k] += static_cast<double>(x[i + k]) * x[i + k];
+      for (; i < n; ++i) lane[0] += static_cast<double>(x[i]) * x[i];
+      ss += (lane[0] + lane[1]) + (lane[2] + lane[3]);
+    } else {
+      ss += g.to(torch::kDouble).pow(2).sum().item<double>();
+    }
+  }
+  const double norm = std::sqrt(ss);
+  if (!std::isfinite(norm) || !(max_norm > 0)) return norm;
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef >= 1) return norm;
+  for (const auto& p : params) {
+    auto g = p.grad();
+    if (!g.defined()) continue;
+    if (fusable(g)) {
+      float* x = g.data_ptr<float>();
+      const float c = static_cast<float>(coef);
+      for (int64_t i = 0, n = g.numel(); i < n; ++i) x[i] *= c;
+    } else {
+      g.mul_(coef);
+    }
+  }
+  return norm;
+}
+
+}  // namespace lmx
