@@ -61,10 +61,17 @@ struct BenchArgs {
   std::string csv;
 };
 
+void warn_blas_core() {
+  const std::string note = runtime::blas_info().core_note();
+  if (!note.empty()) log::warn("bench", "{}", note);
+}
+
 int run_peak(const BenchArgs& a) {
+  warn_blas_core();
   const double gflops = matmul_peak_gflops(a.peak_size, a.peak_reps);
-  Table t{{"threads", "matmul", "peak_gflops"}, {}};
-  t.add({std::to_string(runtime::threads()), fmt::format("{0}x{0}x{0} sgemm", a.peak_size), fmt::format("{:.1f}", gflops)});
+  Table t{{"threads", "matmul", "peak_gflops", "blas_kernels"}, {}};
+  t.add({std::to_string(runtime::threads()), fmt::format("{0}x{0}x{0} sgemm", a.peak_size), fmt::format("{:.1f}", gflops),
+         runtime::blas_info().core_label()});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;
@@ -124,6 +131,7 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
 
 int run_bench(const Globals& g, const BenchArgs& a) {
   if (a.config.empty()) throw InputError("lmx bench: give a CONFIG (or --peak)", "lmx bench configs/textbook.yaml");
+  warn_blas_core();
   Config cfg = load_config(a.config, a.sets);
   if (a.batch > 0) cfg.train.batch_size = a.batch;
   if (a.seq_len > 0) cfg.data.seq_len = a.seq_len;
@@ -178,7 +186,7 @@ int run_bench(const Globals& g, const BenchArgs& a) {
 
   Table t{{"config", "threads", "torch_threads", "blas_threads", "batch", "seq_len", "vocab", "params", "steps", "ms_per_step", "tokens_per_s",
            "gflop_per_step", "gflops", "peak_gflops", "mfu", "peak_rss_mib", "decode_len", "decode_kv_tok_s",
-           "decode_recompute_tok_s", "kv_speedup", "final_loss"},
+           "decode_recompute_tok_s", "kv_speedup", "final_loss", "blas_kernels"},
           {}};
   t.add({cfg.name, std::to_string(runtime::threads()), std::to_string(runtime::torch_threads()),
          std::to_string(runtime::blas_threads()), std::to_string(B), std::to_string(T), std::to_string(V),
@@ -187,7 +195,8 @@ int run_bench(const Globals& g, const BenchArgs& a) {
          fmt::format("{:.1f}", achieved), fmt::format("{:.1f}", peak), fmt::format("{:.3f}", achieved / peak),
          fmt::format("{:.1f}", train_rss), a.no_decode ? "" : std::to_string(a.decode_len),
          a.no_decode ? "" : fmt::format("{:.0f}", dec_cached), a.no_decode ? "" : fmt::format("{:.0f}", dec_full),
-         a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss)});
+         a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss),
+         runtime::blas_info().core_label()});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;

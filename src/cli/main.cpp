@@ -26,6 +26,8 @@ void print_version() {
             << fmt::format("LibTorch {}\n", TORCH_VERSION)
             << fmt::format("BLAS {}{}\n", blas.library,
                            blas.openblas ? " (OpenBLAS " + blas.config + ")" : " (not OpenBLAS: slow reference BLAS?)")
+            << (blas.core.empty() ? "" : fmt::format("BLAS kernels {}\n", blas.core_label()))
+            << (blas.core_note().empty() ? "" : fmt::format("note: {}\n", blas.core_note()))
             << fmt::format("threads {} (LibTorch {}, OpenBLAS {})\n", lmx::runtime::threads(),
                            lmx::runtime::torch_threads(), lmx::runtime::blas_threads())
             << fmt::format("CUDA {}\n", lmx::runtime::cuda_available() ? "available" : "not available");

@@ -5,6 +5,7 @@
 #include <torch/cuda.h>
 #include <ATen/Parallel.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -42,7 +43,31 @@ BlasInfo blas_info() {
     info.openblas = true;
     info.config = get_config();
   }
+  if (auto get_core = blas_symbol<GetConfigFn>("openblas_get_corename")) info.core = get_core();
+  if (const char* env = std::getenv("OPENBLAS_CORETYPE"); env && *env) info.core_env = env;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  info.cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                    __builtin_cpu_supports("avx512vl");
+#endif
   return info;
+}
+
+std::string BlasInfo::core_label() const {
+  if (core.empty()) return "";
+  return core_env.empty() ? core : core + " (OPENBLAS_CORETYPE)";
+}
+
+std::string BlasInfo::core_note() const {
+  if (!openblas || core_env.empty() || !cpu_avx512) return "";
+  static const char* avx2_cores[] = {"haswell", "zen", "sandybridge", "nehalem", "core2", "prescott", "excavator"};
+  std::string lower;
+  for (char c : core) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  bool avx2_only = false;
+  for (const char* c : avx2_cores) avx2_only = avx2_only || lower == c;
+  if (!avx2_only) return "";
+  return "OPENBLAS_CORETYPE=" + core_env + " holds OpenBLAS to its " + core +
+         " kernels on this AVX-512 CPU; unset it to let OpenBLAS pick its AVX-512 kernels (lmx bench --peak shows the difference)";
 }
 
 namespace {

@@ -8,6 +8,14 @@ struct BlasInfo {
   std::string library;  // resolved path of the loaded libblas, or "unknown"
   bool openblas = false;
   std::string config;   // openblas_get_config() when available
+  std::string core;     // openblas_get_corename(): the kernels in use (e.g. Haswell, SkylakeX)
+  std::string core_env; // OPENBLAS_CORETYPE when set: it overrides OpenBLAS's CPU detection
+  bool cpu_avx512 = false;  // the CPU runs AVX-512 (F, CD, BW, DQ, VL: OpenBLAS's SkylakeX kernels)
+  // A one-line note when OPENBLAS_CORETYPE holds OpenBLAS to AVX2 kernels on an AVX-512 CPU
+  // ("" otherwise).
+  std::string core_note() const;
+  // "Haswell" or "Haswell (OPENBLAS_CORETYPE)" or "" when not OpenBLAS.
+  std::string core_label() const;
 };
 
 BlasInfo blas_info();
