@@ -96,6 +96,37 @@ double decode_tokens_per_s(ModernLM& model, int64_t len, int64_t vocab, bool cac
   return len / s;
 }
 
+// The GEMMs of every nn::Linear of the model on `rows` rows, timed alone (hot cache, no
+// autograd): forward (addmm, or mm without bias), input gradient gy·W and weight gradient
+// gyᵀ·x, plus the bias gradient's column sum; ms per step, the mean of `reps` repetitions.
+// What a step costs at least with this BLAS: the floor the rest of the step adds to.
+double linear_gemm_ms(ModernLM& model, int64_t rows, int reps) {
+  torch::NoGradGuard no_grad;
+  struct Shape {
+    torch::Tensor x, w, b, gy;
+  };
+  std::vector<Shape> shapes;
+  for (const auto& m : model->modules(/*include_self=*/false)) {
+    auto* lin = dynamic_cast<torch::nn::LinearImpl*>(m.get());
+    if (!lin) continue;
+    const auto& w = lin->weight;
+    shapes.push_back({torch::randn({rows, w.size(1)}), w.detach().clone(),
+                      lin->bias.defined() ? lin->bias.detach().clone() : torch::Tensor(), torch::randn({rows, w.size(0)})});
+  }
+  auto once = [&] {
+    for (auto& s : shapes) {
+      auto y = s.b.defined() ? torch::addmm(s.b, s.x, s.w.t()) : torch::mm(s.x, s.w.t());
+      auto dx = torch::mm(s.gy, s.w);
+      auto dw = torch::mm(s.gy.t(), s.x);
+      if (s.b.defined()) auto db = s.gy.sum(0);
+    }
+  };
+  once();  // warm-up
+  const auto t0 = Clock::now();
+  for (int r = 0; r < std::max(1, reps); ++r) once();
+  return seconds_since(t0) * 1e3 / std::max(1, reps);
+}
+
 // Diagnostics: the phases of a step timed apart (forward + loss, backward, clipping, AdamW),
 // the mean over --steps steps. Same operations as train_step, with a clock between them.
 void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& data, const Config& cfg,
@@ -126,6 +157,9 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
   t.add({"backward", fmt::format("{:.3f}", t_bwd / n)});
   t.add({"clip", fmt::format("{:.3f}", t_clip / n)});
   t.add({"AdamW step", fmt::format("{:.3f}", t_opt / n)});
+  const double gemm = linear_gemm_ms(model, data.size(1) * T, a.steps);
+  t.add({"(all linear layers' GEMMs alone)", fmt::format("{:.3f}", gemm)});
+  t.add({"(everything else)", fmt::format("{:.3f}", (t_fwd + t_bwd + t_clip + t_opt) / n - gemm)});
   std::cout << t.markdown() << "\n";
 }
 
