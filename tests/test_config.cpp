@@ -67,6 +67,10 @@ TEST_CASE("malformed configs name the file and key", "[config]") {
     auto p = dir.write("t.yaml", "model:\n  d_model: wide\n");
     expect_input_error(p, {"t.yaml:2:12", "model.d_model", "integer"});
   }
+  SECTION("a choice not on the list") {
+    auto p = dir.write("p.yaml", "train:\n  precision: fp16\n");
+    expect_input_error(p, {"p.yaml", "train.precision", "bf16"});
+  }
   SECTION("float where an int is due") {
     auto p = dir.write("f.yaml", "model:\n  n_layers: 2.5\n");
     expect_input_error(p, {"f.yaml", "model.n_layers"});

@@ -9,6 +9,7 @@
 #include "data/corpus.h"
 #include "helpers.h"
 #include "model/checkpoint.h"
+#include "model/precision.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
 #include "util/csv.h"
@@ -201,4 +202,35 @@ TEST_CASE("lmx train exits 1 when every seed diverged and 0 when one finished", 
   CHECK(sweep.code == 0);
   Table st = read_csv(dir.file("sw/summary.csv"));
   CHECK(st.rows.at(0)[column(st, "status")] == "diverged");
+}
+
+TEST_CASE("train.precision bf16: autocast on for the forward, off after; trains close to fp32", "[train][precision]") {
+  auto a = torch::randn({8, 16}), b = torch::randn({16, 4});
+  {
+    AutocastGuard on("bf16", c10::DeviceType::CPU);
+    CHECK(torch::mm(a, b).scalar_type() == torch::kBFloat16);
+    CHECK(autocast_active(c10::DeviceType::CPU));
+    {
+      AutocastGuard off("fp32", c10::DeviceType::CPU);  // fp32 leaves the outer state alone
+      CHECK(torch::mm(a, b).scalar_type() == torch::kBFloat16);
+    }
+  }
+  CHECK_FALSE(autocast_active(c10::DeviceType::CPU));
+  CHECK(torch::mm(a, b).scalar_type() == torch::kFloat32);
+
+  // The same 20 steps in fp32 and bf16: both finish, the bf16 test perplexity within 5%, and
+  // not identical (autocast did change the arithmetic).
+  TempDir dir;
+  Config cfg = small_config();
+  fs::create_directories(dir.path / "fp");
+  fs::create_directories(dir.path / "bf");
+  RunResult fp = train_run(cfg, small_corpus(), {3, (dir.path / "fp").string(), false});
+  cfg.train.precision = "bf16";
+  RunResult bf = train_run(cfg, small_corpus(), {3, (dir.path / "bf").string(), false});
+  REQUIRE(fp.status == "ok");
+  REQUIRE(bf.status == "ok");
+  CHECK(std::isfinite(bf.test.ppl));
+  CHECK(bf.test.ppl == Approx(fp.test.ppl).epsilon(0.05));
+  CHECK(bf.test.ppl != fp.test.ppl);
+  CHECK_FALSE(autocast_active(c10::DeviceType::CPU));
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <iostream>
 
 #include "cli/app.h"
@@ -15,6 +16,7 @@
 #include "model/lm.h"
 #include "model/sizes.h"
 #include "train/optimizer.h"
+#include "model/precision.h"
 #include "train/trainer.h"
 #include "util/csv.h"
 #include "util/error.h"
@@ -136,9 +138,11 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
   for (int step = 0; step < a.steps; ++step) {
     auto rows = data[step % data.size(0)];
     auto t0 = Clock::now();
+    std::optional<AutocastGuard> autocast(std::in_place, cfg.train.precision, c10::DeviceType::CPU);
     auto logits = model->forward(rows.slice(1, 0, T));
     auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
                                                      rows.slice(1, 1, T + 1).reshape(-1));
+    autocast.reset();
     auto t1 = Clock::now();
     clear_gradients(model->parameters());
     loss.backward();
@@ -189,7 +193,7 @@ int run_bench(const Globals& g, const BenchArgs& a) {
     if (step == a.warmup) t0 = Clock::now();
     auto rows = data[step];
     auto r = train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
-                        cfg.train.grad_clip);
+                        cfg.train.grad_clip, false, cfg.train.precision);
     last_loss = r.loss;
   }
   timed_s = seconds_since(t0);
@@ -204,7 +208,8 @@ int run_bench(const Globals& g, const BenchArgs& a) {
     torch::autograd::profiler::RecordProfile guard(a.profile);
     for (int step = 0; step < 5; ++step) {
       auto rows = data[step % data.size(0)];
-      train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr, cfg.train.grad_clip);
+      train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr, cfg.train.grad_clip,
+                 false, cfg.train.precision);
     }
   }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/attention_kernels.h"
+#include "model/precision.h"
 
 namespace lmx {
 
@@ -139,12 +140,15 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
 }  // namespace
 
 bool fused_attention_supported(const torch::Tensor& x, int64_t head_dim) {
-  return enabled_flag().load() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && head_dim % 8 == 0 &&
+  return fused_attention_enabled() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && head_dim % 8 == 0 &&
          head_dim <= 256;
 }
 
 void set_fused_attention(bool enabled) { enabled_flag().store(enabled); }
-bool fused_attention_enabled() { return enabled_flag().load(); }
+bool fused_attention_enabled() {
+  // Under autocast (train.precision bf16) the projections return bfloat16: LibTorch's ops.
+  return enabled_flag().load() && !autocast_active(c10::DeviceType::CPU);
+}
 
 torch::Tensor fused_causal_attention(const torch::Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, double scale,
                                      const torch::Tensor& cos, const torch::Tensor& sin, bool interleaved) {

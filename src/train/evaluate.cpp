@@ -1,5 +1,7 @@
 #include "train/evaluate.h"
 
+#include "model/precision.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@ EvalOptions eval_options(const Config& cfg, data::Split split) {
   opt.batch_size = std::max(cfg.train.batch_size, 32);
   opt.max_docs = split == data::Split::Val ? cfg.train.eval_docs : 0;
   opt.pronoun_window = cfg.data.pronoun_window;
+  opt.precision = cfg.train.precision;
   return opt;
 }
 
@@ -55,7 +58,12 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
   size_t row0 = 0;
   const torch::Device device = model->parameters().front().device();  // cpu or cuda
   for (const auto& b : batches) {
-    auto logits = model->forward(b.inputs.to(device)).to(torch::kCPU);  // (B, T, V); no copy on the CPU
+    torch::Tensor logits;
+    {
+      AutocastGuard autocast(opt.precision, device.type());
+      logits = model->forward(b.inputs.to(device));  // (B, T, V)
+    }
+    logits = logits.to(torch::kCPU, torch::kFloat32);  // no copy for fp32 on the CPU
     auto logp = torch::log_softmax(logits, -1);
     auto targets = b.targets.clamp_min(0);
     auto tok_logp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).to(torch::kDouble).contiguous();  // (B, T)

@@ -21,6 +21,7 @@ struct EvalOptions {
   int max_docs = 0;                // 0 = every document of the split
   int pronoun_window = 5;          // far = subject more than W tokens back
   std::vector<int> by_position;    // range starts, e.g. {0, 64, 128, 256}; empty = none
+  std::string precision = "fp32";  // fp32 | bf16 (the forward under autocast; log-probs in fp32)
 };
 
 struct PositionRange {

@@ -16,6 +16,7 @@
 #include "model/checkpoint.h"
 #include "model/memory.h"
 #include "train/optimizer.h"
+#include "model/precision.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 #include "util/csv.h"
@@ -67,8 +68,13 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 }
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
-                      const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss) {
+                      const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss,
+                      const std::string& precision) {
   set_lr(optimizer, lr);
+  // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
+  // dtype its forward used.
+  std::optional<AutocastGuard> autocast;
+  autocast.emplace(precision, inputs.device().type());
   auto logits = model->forward(inputs);  // (B, T, V)
   dist::Group* group = dist::current();
   StepResult r;
@@ -90,6 +96,7 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
     loss = nll / std::max(1.0, global_tokens);
   }
   if (poison_loss) loss = loss * std::nan("");
+  autocast.reset();
   const auto params = model->parameters();
   clear_gradients(params);
   loss.backward();
@@ -299,7 +306,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
       hook = hooked->register_hook([](torch::Tensor g) { return g * std::nan(""); });
     }
     const StepResult sr = train_step(model, *optimizer, batch.inputs.to(device), batch.targets.to(device), lr, t.grad_clip,
-                                     /*poison_loss=*/step == opt.inject_nan_at_step);
+                                     /*poison_loss=*/step == opt.inject_nan_at_step, t.precision);
     if (hooked) hooked->remove_hook(hook);
     const double loss_v = sr.loss;
     const double gnorm = sr.grad_norm;

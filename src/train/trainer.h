@@ -69,6 +69,7 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 // forward, cross-entropy (kIgnore targets skipped), backward, clip to grad_clip, then the
 // AdamW step only when the loss and the gradient norm are finite (stepped = false otherwise;
 // the gradients are left for inspection). poison_loss multiplies the loss by NaN (tests).
+// precision "bf16": forward and loss under autocast (train/precision.h).
 // Under dist::current() (data-parallel) the loss and gradients are those of the global batch:
 // token losses over the global token count, gradients sum-all-reduced across the ranks.
 struct StepResult {
@@ -78,7 +79,8 @@ struct StepResult {
   int64_t tokens = 0;  // target tokens of the (global) batch
 };
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
-                      const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss = false);
+                      const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss = false,
+                      const std::string& precision = "fp32");
 
 double peak_rss_mib();
 
