@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "util/csv.h"
 #include "util/error.h"
 
 namespace lmx {
@@ -97,9 +98,7 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   const bool synced = fd >= 0 && ::fsync(fd) == 0;
   if (fd >= 0) ::close(fd);
   if (!synced) throw RuntimeError(fmt::format("{}: cannot sync to disk: {}", tmp, std::strerror(errno)));
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw RuntimeError(fmt::format("{}: cannot rename {} into place: {}", path, tmp, ec.message()));
+  rename_durably(tmp, path);
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {

@@ -1,5 +1,7 @@
 #include "util/csv.h"
 
+#include <fcntl.h>
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -115,9 +117,21 @@ void write_file_atomic(const std::string& path, const std::string& text) {
     throw RuntimeError(fmt::format("cannot write {}: {}", path, std::strerror(saved ? saved : EIO)),
                        "check free disk space and permissions of the output directory");
   }
+  rename_durably(tmp, path);
+}
+
+void rename_durably(const std::string& tmp, const std::string& path) {
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw RuntimeError(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
+  // The directory entry: best effort (some file systems refuse fsync on directories).
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
 }
 
 CsvAppender::CsvAppender(const std::string& path, const std::vector<std::string>& header, bool append)

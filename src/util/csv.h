@@ -18,6 +18,10 @@ struct Table {
 // Throws RuntimeError naming the path when the directory is not writable or the disk is full.
 void write_file_atomic(const std::string& path, const std::string& text);
 
+// Renames tmp (already fsynced) over path, then fsyncs path's directory so that the rename
+// itself survives a crash or power loss. Throws RuntimeError when the rename fails.
+void rename_durably(const std::string& tmp, const std::string& path);
+
 // Appends lines to a CSV file, flushed after every row (metrics.csv during training).
 class CsvAppender {
  public:
