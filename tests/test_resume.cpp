@@ -334,6 +334,36 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   CHECK(lines(out + "/runs/001-long-s0/seed0/metrics.csv") == 601);
 }
 
+TEST_CASE("lmx ablate --resume continues an interrupted ablation", "[resume][sweep][cli][signal]") {
+  TempDir dir;
+  const std::string out = dir.file("out");
+  const std::string common =
+      "--one-at-a-time --order norm --jobs 1 --set train.steps=600 --set train.eval_every=0 --set data.train_docs=100 "
+      "--set data.val_docs=20 --set data.test_docs=20 --set train.batch_size=8";
+  auto args = split_args("-q --threads 1 ablate " + common);
+  args.insert(args.end(), {"--out", out});
+  const pid_t pid = spawn_lmx(args, dir.file("ablate.log"));
+  REQUIRE(wait_for_lines(out + "/runs/000-0_original-s0/seed0/metrics.csv", 4, pid));
+  kill(pid, SIGINT);
+  CHECK(wait_exit(pid) == 130);
+  INFO(read_file(dir.file("ablate.log")));
+  CHECK(read_file(dir.file("ablate.log")).find("--resume") != std::string::npos);
+
+  auto r = lmx::test::run_lmx("--threads 1 ablate " + common + " --resume '" + out + "'");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(r.output.find("0 finished run(s) kept, 1 continued") != std::string::npos);
+  CHECK(lines(out + "/runs/000-0_original-s0/seed0/metrics.csv") == 601);
+  Table t = read_csv(out + "/ablation.csv");
+  REQUIRE(t.rows.size() == 2);
+  for (const auto& row : t.rows) CHECK(row.back() == "1");  // one finished seed per step
+
+  // Not an ablation directory: refused before any work.
+  auto bad = lmx::test::run_lmx("-q ablate " + common + " --resume '" + dir.path.string() + "'");
+  CHECK(bad.code == 2);
+  CHECK(bad.output.find("no runs/") != std::string::npos);
+}
+
 TEST_CASE("output directories: unwritable, not a directory, no space: exit 2 before training", "[resume][cli]") {
   CHECK_THROWS_AS(cli::check_writable("/proc"), InputError);
   TempDir dir;

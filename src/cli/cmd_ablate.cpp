@@ -67,6 +67,7 @@ void add_ablate_command(CLI::App& app, Globals& g) {
     std::string to = std::string(LMX_SOURCE_DIR) + "/configs/llama.yaml";
     std::string order = "norm_placement,norm,ffn,position,kv_heads,bias";
     std::string seeds;
+    std::string resume;
     std::vector<std::string> sets;
     bool one_at_a_time = false;
     bool no_match = false;
@@ -82,6 +83,9 @@ void add_ablate_command(CLI::App& app, Globals& g) {
   cmd->add_option("--seeds", a->seeds, "comma-separated seeds (default 0)");
   cmd->add_option("--set", a->sets, "override applied to every step, e.g. train.steps=300 (repeatable)");
   cmd->add_option("--jobs", a->jobs, "runs at once")->check(CLI::PositiveNumber);
+  cmd->add_option("--resume", a->resume,
+                  "continue the interrupted ablation in this directory (same options): finished runs are kept, "
+                  "interrupted ones resumed");
   cmd->add_flag("--no-match-params", a->no_match,
                 "keep each step's d_ff as the configs give it (default: re-match d_ff so every step's parameter "
                 "count stays within --tolerance of the start)");
@@ -131,10 +135,13 @@ void add_ablate_command(CLI::App& app, Globals& g) {
         if (f.key.rfind("model.", 0) == 0 && f.get(current) != f.get(to) && (a->no_match || f.key != "model.d_ff"))
           log::warn("ablate", "{} still differs after all steps ({} vs {}); add it to --set", f.key, f.get(current), f.get(to));
       const auto seeds = parse_seeds(a->seeds, 1, g.seed);
-      const std::string out = g.out.empty() ? default_out_dir("ablate") : g.out;
-      prepare_out_dir(out);
+      const std::string out = sweep_out_dir(a->resume, g.out, "ablate");
       signals::install();
-      SweepResult r = run_sweep(points, seeds, {out, a->jobs, g.threads, g.quiet});
+      SweepOptions so{out, a->jobs, g.threads, g.quiet};
+      so.resume = !a->resume.empty();
+      so.spec = "ablate";
+      SweepResult r = run_sweep(points, seeds, so);
+      if (so.resume) log::info("ablate", "resume: {} finished run(s) kept, {} continued", r.skipped, r.resumed);
       if (r.seeds.header.empty()) return r.interrupted ? 130 : 1;
       write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(r.seeds).csv());
       // The lecture's table: per step, parameter count, test perplexity and far-pronoun accuracy.
@@ -158,6 +165,7 @@ void add_ablate_command(CLI::App& app, Globals& g) {
       write_file_atomic((fs::path(out) / "ablation.md").string(), table.markdown());
       std::cout << table.markdown();
       log::info("ablate", "results in {}", out);
+      if (r.interrupted) log::warn("ablate", "interrupted: continue with the same command and --resume {}", out);
       return r.interrupted ? 130 : r.failed ? 1 : 0;
     };
   });

@@ -70,18 +70,7 @@ void add_sweep_command(CLI::App& app, Globals& g) {
       if (a->quick) spec.seeds.resize(1);
       const auto points = expand(spec, a->quick);  // every config validated before any run
       const bool resume = !a->resume.empty();
-      if (resume && !g.out.empty() && fs::path(g.out) != fs::path(a->resume))
-        throw InputError("--resume DIR and --out name different directories", "give only --resume DIR");
-      const std::string out =
-          resume ? a->resume : g.out.empty() ? default_out_dir(fs::path(a->spec).stem().string()) : g.out;
-      if (resume) {
-        if (!fs::is_directory(fs::path(out) / "runs"))
-          throw InputError(fmt::format("{}: not an lmx sweep output directory (no runs/)", out),
-                           "give the --out directory of the interrupted sweep");
-        check_writable(out);
-      } else {
-        prepare_out_dir(out);
-      }
+      const std::string out = sweep_out_dir(a->resume, g.out, fs::path(a->spec).stem().string());
       signals::install();
       SweepOptions so{out, a->jobs, g.threads, g.quiet};
       so.resume = resume;

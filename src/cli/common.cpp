@@ -93,4 +93,20 @@ void prepare_out_dir(const std::string& dir) {
   check_writable(dir);
 }
 
+std::string sweep_out_dir(const std::string& resume, const std::string& out, const std::string& default_name) {
+  namespace fs = std::filesystem;
+  if (resume.empty()) {
+    const std::string dir = out.empty() ? default_out_dir(default_name) : out;
+    prepare_out_dir(dir);
+    return dir;
+  }
+  if (!out.empty() && fs::path(out) != fs::path(resume))
+    throw InputError("--resume DIR and --out name different directories", "give only --resume DIR");
+  if (!fs::is_directory(fs::path(resume) / "runs"))
+    throw InputError(fmt::format("{}: not an lmx sweep output directory (no runs/)", resume),
+                     "give the --out directory of the interrupted run");
+  check_writable(resume);
+  return resume;
+}
+
 }  // namespace lmx::cli

@@ -25,6 +25,11 @@ void prepare_out_dir(const std::string& dir);
 // InputError (exit 2) when a file cannot be created in dir (permissions, read-only, full).
 void check_writable(const std::string& dir);
 
+// The output directory of a sweep-like verb (sweep, ablate): with --resume DIR, DIR after
+// checking it holds an interrupted sweep (runs/) and is writable; otherwise --out (or
+// runs/<default_name>-<stamp>) prepared by prepare_out_dir.
+std::string sweep_out_dir(const std::string& resume, const std::string& out, const std::string& default_name);
+
 // InputError (exit 2) when the file system of dir has less than needed_bytes free.
 void check_free_space(const std::string& dir, double needed_bytes, const std::string& what);
 
