@@ -63,10 +63,11 @@ lecture_done() {
     echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
     echo "lmx: $("$LMX" --version | head -1)"
     # The source tree the binary was built from (build/lmx -> its parent): commit, and
-    # "+dirty" when that tree had uncommitted changes to tracked files at the end of the run.
+    # "+dirty" when that tree had uncommitted changes to tracked files at the end of the run
+    # (other than results/ and docs/RESULTS.md, which the lecture scripts write themselves).
     local src
     src="$(cd "$(dirname "$LMX")/.." && pwd)"
-    echo "commit: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet HEAD -- 2>/dev/null || echo +dirty)"
+    echo "commit: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet HEAD -- . ':!results' ':!docs/RESULTS.md' 2>/dev/null || echo +dirty)"
   } > "$R/wall_time.txt"
   echo "== $SECTION done in ${SECONDS}s" >&2
 }

@@ -50,6 +50,27 @@ all_lower() {
   done
   case $worst in 0) echo "**reproduced**" ;; 1) echo "**not reproduced**" ;; 2) echo "**inconclusive** (lower, but within the seed spread)" ;; esac
 }
+# seeds_where CSV NAME COLUMN CONDITION: "k/n", the seeds (numbered rows) of NAME whose COLUMN
+# value v satisfies the awk CONDITION on v, e.g. 'v > 21'.
+seeds_where() {
+  awk -F, -v n="$2" -v col="$3" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $1 == n && $2 ~ /^[0-9]+$/ { t++; v = $c[col] + 0; if ('"$4"') k++ }
+    END { printf "%d/%d", k, t }' "$1"
+}
+# per_seed "k/n": reproduced when every seed holds, not reproduced when none does, else
+# inconclusive (the seeds disagree).
+per_seed() {
+  local k="${1%/*}" n="${1#*/}"
+  if ((n == 0)); then echo "n/a (missing numbers)"
+  elif ((k == n)); then echo "**reproduced** ($1 seeds)"
+  elif ((k == 0)); then echo "**not reproduced** (0/$n seeds)"
+  else echo "**inconclusive** (only $1 seeds)"; fi
+}
+# seed_values CSV NAME COLUMN DIGITS: the seeds' values, "a / b / ...".
+seed_values() {
+  awk -F, -v n="$2" -v col="$3" -v d="${4:-2}" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $1 == n && $2 ~ /^[0-9]+$/ { printf "%s%.*f", (k++ ? " / " : ""), d, $c[col] }' "$1"
+}
 fmt() { awk -v v="$1" -v d="${2:-3}" 'BEGIN { if (v == "") print "n/a"; else printf "%.*f", d, v }'; }
 pm() { echo "$(fmt "$1" "${3:-3}") ± $(fmt "$2" "${3:-3}")"; }
 include() { echo; cat "$1"; echo; }
@@ -128,9 +149,10 @@ ni() { awk -F, -v n="$1" -v c="$2" '$1 == n && $2 == c { print $3 }' "$RES/02_no
 echo "| 02.1 LayerNorm is invariant to x→3x and x→x+5, RMSNorm only to scaling (rule: < 1e-4 where invariant, > 0.1 for RMSNorm's shift) | LN $(ni LayerNorm "N(3x) vs N(x)") / $(ni LayerNorm "N(x + 5) vs N(x)"); RMS $(ni RMSNorm "N(3x) vs N(x)") / $(ni RMSNorm "N(x + 5) vs N(x)") | $(verdict "$(ni LayerNorm "N(3x) vs N(x)") < 1e-4 && $(ni LayerNorm "N(x + 5) vs N(x)") < 1e-4 && $(ni RMSNorm "N(3x) vs N(x)") < 1e-4 && $(ni RMSNorm "N(x + 5) vs N(x)") > 0.1") |"
 echo "| 02.2 Post-norm gradients grow toward the last layer relative to pre-norm's (rule: last/first-layer ratio of post-norm > 1.5 × pre-norm's at every depth), init std 0.02 | post/pre last÷first: depth 6 $(ratio "$G" 6 post)/$(ratio "$G" 6 pre), 12 $(ratio "$G" 12 post)/$(ratio "$G" 12 pre), 24 $(ratio "$G" 24 post)/$(ratio "$G" 24 pre) | $(verdict "$(ratio "$G" 6 post) > 1.5 * $(ratio "$G" 6 pre) && $(ratio "$G" 12 post) > 1.5 * $(ratio "$G" 12 pre) && $(ratio "$G" 24 post) > 1.5 * $(ratio "$G" 24 pre)") |"
 echo "| 02.2 same, Xavier-scale init (std 0.125, as in Xiong et al. 2020) | depth 6 $(ratio "$GX" 6 post)/$(ratio "$GX" 6 pre), 12 $(ratio "$GX" 12 post)/$(ratio "$GX" 12 pre), 24 $(ratio "$GX" 24 post)/$(ratio "$GX" 24 pre) | $(verdict "$(ratio "$GX" 6 post) > 1.5 * $(ratio "$GX" 6 pre) && $(ratio "$GX" 12 post) > 1.5 * $(ratio "$GX" 12 pre) && $(ratio "$GX" 24 post) > 1.5 * $(ratio "$GX" 24 pre)") |"
-echo "| 02.3 Post-norm at lr 5e-3 without warm-up collapses to about the unigram perplexity (rule: final val ppl > unigram/2 = $(fmt "$(awk -v u="$uni" 'BEGIN { print u / 2 }')" 1)) | $(pm "$(wv post-lr5e-3)" "$(wsd post-lr5e-3)" 2); unigram $(fmt "$uni" 2) | $(verdict "$(wv post-lr5e-3) > $uni / 2") |"
-echo "| 02.3 Pre-norm at lr 5e-3 without warm-up does not (rule: < unigram/2) | $(pm "$(wv pre-lr5e-3)" "$(wsd pre-lr5e-3)" 2) | $(verdict "$(wv pre-lr5e-3) < $uni / 2") |"
-echo "| 02.3 Warm-up rescues post-norm (rule: post with 200 warm-up steps < unigram/2 and < post without) | $(pm "$(wv post-lr5e-3-warmup200)" "$(wsd post-lr5e-3-warmup200)" 2) | $(verdict "$(wv post-lr5e-3-warmup200) < $uni / 2 && $(wv post-lr5e-3-warmup200) < $(wv post-lr5e-3)") |"
+half="$(awk -v u="$uni" 'BEGIN { print u / 2 }')"
+echo "| 02.3 Post-norm at lr 5e-3 without warm-up collapses to about the unigram perplexity (rule: every seed's final val ppl > unigram/2 = $(fmt "$half" 1)) | seeds $(seed_values "$W" post-lr5e-3 final_val_ppl); unigram $(fmt "$uni" 2) | $(per_seed "$(seeds_where "$W" post-lr5e-3 final_val_ppl "v > $half")") |"
+echo "| 02.3 Pre-norm at lr 5e-3 without warm-up does not (rule: every seed < unigram/2) | seeds $(seed_values "$W" pre-lr5e-3 final_val_ppl) | $(per_seed "$(seeds_where "$W" pre-lr5e-3 final_val_ppl "v < $half")") |"
+echo "| 02.3 Warm-up rescues post-norm (rule: every seed of post with 200 warm-up steps < unigram/2) | seeds $(seed_values "$W" post-lr5e-3-warmup200 final_val_ppl) | $(per_seed "$(seeds_where "$W" post-lr5e-3-warmup200 final_val_ppl "v < $half")") |"
 ln_m="$(agg "$N" layernorm mean test_ppl)"; rms_m="$(agg "$N" rmsnorm mean test_ppl)"
 ln_s="$(agg "$N" layernorm std test_ppl)"; rms_s="$(agg "$N" rmsnorm std test_ppl)"
 echo "| 02.4 RMSNorm matches LayerNorm (rule: means within 1%) | LayerNorm $(pm "$ln_m" "$ln_s"), RMSNorm $(pm "$rms_m" "$rms_s") | $(verdict "($rms_m - $ln_m) / $ln_m < 0.01 && ($ln_m - $rms_m) / $ln_m < 0.01") |"
@@ -169,7 +191,7 @@ else
   far_verdict="$(all_lower "$(lower "$(awk -v a="$lf" 'BEGIN { print -a }')" "$lfs" "$(awk -v a="$of" 'BEGIN { print -a }')" "$ofs")")"
 fi
 echo "| 05.1 ... and is better on far possessive pronouns (rule: higher mean accuracy by more than the two stds) | original $(pm "$of" "$ofs"), llama $(pm "$lf" "$lfs") | $far_verdict |"
-echo "| 05.2 At lr 5e-3 without warm-up or clipping the original (post-norm) recipe is unstable, the Llama-style one is not (rule: original's best val ppl > 2 × llama's) | best val ppl original $(fmt "$(st original 5)" 2), llama $(fmt "$(st llama 5)" 2); last train loss $(fmt "$(st original 4)") vs $(fmt "$(st llama 4)") | $(verdict "$(st original 5) > 2 * $(st llama 5)") |"
+echo "| 05.2 At lr 5e-3 without warm-up or clipping the original (post-norm) recipe is unstable, the Llama-style one is not (rule: every original seed's best val ppl > 2 × llama's mean) | best val ppl original seeds $(seed_values "$ST" original best_val_ppl), llama mean $(fmt "$(st llama 5)" 2); last train loss $(fmt "$(st original 4)") vs $(fmt "$(st llama 4)") | $(per_seed "$(seeds_where "$ST" original best_val_ppl "v > 2 * $(st llama 5)")") |"
 echo "| 05.3 KV cache per token: GQA with 2 KV heads halves it (fixed by formula) | original $(cell "$RES/05_recipe/kv_per_token.csv" recipe original kv_bytes_per_token_bf16) B, llama $(cell "$RES/05_recipe/kv_per_token.csv" recipe llama kv_bytes_per_token_bf16) B (BF16, all layers) | $(verdict "2 * $(cell "$RES/05_recipe/kv_per_token.csv" recipe llama kv_bytes_per_token_bf16) == $(cell "$RES/05_recipe/kv_per_token.csv" recipe original kv_bytes_per_token_bf16)") |"
 
 echo
