@@ -21,10 +21,10 @@ esac
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang)" >&2; exit 2; }
 bin="$out/fuzz-$target"
 flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -I"$root/src" -DLMX_FUZZ_TARGET=$define
-       -DLMX_VERSION='"fuzz"' -DLMX_SOURCE_DIR="\"$root\"")
+       -DFMT_HEADER_ONLY=1 -DLMX_VERSION='"fuzz"' -DLMX_SOURCE_DIR="\"$root\"")
 clang++ "${flags[@]}" "$root/tests/fuzz/fuzz_loaders.cpp" "$root/src/config/config.cpp" "$root/src/config/fields.cpp" \
   "$root/src/experiments/spec.cpp" -o "$bin" \
-  "$build/liblmxcore.a" -ltorch -ltorch_cpu -lc10 -lyaml-cpp -lspdlog -lfmt -lpthread -ldl
+  "$build/liblmxcore.a" -ltorch -ltorch_cpu -lc10 -lyaml-cpp -lpthread -ldl
 seeds=("$root"/configs/*.yaml "$root"/configs/models/*.yaml)
 [[ "$target" == spec ]] && seeds=("$root"/experiments/*.yaml)
 cp -n "${seeds[@]}" "$out/corpus-$target/" 2>/dev/null || true

@@ -2,7 +2,8 @@
 #pragma once
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
-#include <spdlog/spdlog.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <string>
 #include <vector>
 #include <map>

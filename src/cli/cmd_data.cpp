@@ -1,5 +1,6 @@
 // lmx data stats|sample: look at the corpus a config names.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <filesystem>

@@ -1,5 +1,6 @@
 // lmx train | eval | generate
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -118,7 +119,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
       // Data-parallel when launched by torchrun / srun / lmx launch (docs/SCALING.md).
       dist::Group* group = dist::init_from_env();
       const bool writer = dist::writer();
-      if (!writer) spdlog::set_level(spdlog::level::warn);
+      if (!writer) log::set_level(log::Level::Warn);
       Config cfg;
       std::vector<uint64_t> seeds;
       std::string out;

@@ -2,6 +2,7 @@
 // evaluated right after conversion and after each continued-training length, next to the
 // same GQA / MQA models trained from scratch with the checkpoint's full budget.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 #include <unistd.h>
 

@@ -1,5 +1,6 @@
 // lmx: a command-line experiment runner for Transformer architecture research.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/version.h>
 
 #include <iostream>

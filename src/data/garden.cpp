@@ -1,6 +1,7 @@
 #include "data/garden.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>

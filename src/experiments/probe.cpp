@@ -2,6 +2,7 @@
 #include "experiments/probe.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -1,6 +1,7 @@
 #include "model/checkpoint.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <set>
 

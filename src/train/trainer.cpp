@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/resource.h>
 #include <torch/torch.h>
 #include <unistd.h>

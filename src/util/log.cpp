@@ -1,20 +1,42 @@
 #include "util/log.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <string>
 
 namespace lmx::log {
 
+namespace {
+std::atomic<int> g_level{static_cast<int>(Level::Info)};
+std::mutex g_mutex;
+}  // namespace
+
 void init(int verbosity) {
-  auto logger = spdlog::stderr_color_mt("lmx");
-  logger->set_pattern("%^%L%$ %H:%M:%S %v");
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(verbosity < 0 ? spdlog::level::warn
-                    : verbosity > 0 ? spdlog::level::debug
-                                    : spdlog::level::info);
+  set_level(verbosity < 0 ? Level::Warn : verbosity > 0 ? Level::Debug : Level::Info);
 }
 
-bool quiet() { return spdlog::get_level() >= spdlog::level::warn; }
+void set_level(Level l) { g_level.store(static_cast<int>(l)); }
+Level level() { return static_cast<Level>(g_level.load()); }
+bool quiet() { return level() >= Level::Warn; }
+bool verbose() { return level() <= Level::Debug; }
 
-bool verbose() { return spdlog::get_level() <= spdlog::level::debug; }
+void write(Level l, std::string_view area, std::string_view message) {
+  static const bool color = ::isatty(STDERR_FILENO) == 1;
+  static const char* letters = "DIWE";
+  static const char* colors[] = {"\033[36m", "\033[32m", "\033[33m\033[1m", "\033[31m\033[1m"};
+  const int i = static_cast<int>(l);
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::string line = color ? fmt::format("{}{}\033[m", colors[i], letters[i]) : std::string(1, letters[i]);
+  line += fmt::format(" {:02}:{:02}:{:02} [{}] {}\n", tm.tm_hour, tm.tm_min, tm.tm_sec, area, message);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
 
 }  // namespace lmx::log

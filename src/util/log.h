@@ -1,26 +1,37 @@
-// Logging: spdlog on stderr, every line tagged with its [area]. Results go to stdout.
+// Logging on stderr, every line "L HH:MM:SS [area] message" (L: D, I, W or E; the letter
+// colored when stderr is a terminal). Results go to stdout. A few lines of our own on top of
+// fmt instead of spdlog: one dependency less, and no second fmt ABI when lmx is built against a
+// LibTorch that bundles its own fmt (pip wheels of torch 2.x).
 #pragma once
-#include <spdlog/spdlog.h>
+#include <fmt/format.h>
+
 #include <string_view>
 
 namespace lmx::log {
 
+enum class Level { Debug = 0, Info = 1, Warn = 2, Error = 3 };
+
 // verbosity: -1 quiet (warnings and errors), 0 normal, 1 verbose (debug).
 void init(int verbosity);
+void set_level(Level level);
+Level level();
 bool verbose();
 bool quiet();
 
-template <class... A>
-void info(std::string_view area, fmt::format_string<A...> f, A&&... a) {
-  spdlog::info("[{}] {}", area, fmt::format(f, std::forward<A>(a)...));
-}
+// One whole line to stderr (thread-safe).
+void write(Level level, std::string_view area, std::string_view message);
+
 template <class... A>
 void debug(std::string_view area, fmt::format_string<A...> f, A&&... a) {
-  spdlog::debug("[{}] {}", area, fmt::format(f, std::forward<A>(a)...));
+  if (level() <= Level::Debug) write(Level::Debug, area, fmt::format(f, std::forward<A>(a)...));
+}
+template <class... A>
+void info(std::string_view area, fmt::format_string<A...> f, A&&... a) {
+  if (level() <= Level::Info) write(Level::Info, area, fmt::format(f, std::forward<A>(a)...));
 }
 template <class... A>
 void warn(std::string_view area, fmt::format_string<A...> f, A&&... a) {
-  spdlog::warn("[{}] {}", area, fmt::format(f, std::forward<A>(a)...));
+  if (level() <= Level::Warn) write(Level::Warn, area, fmt::format(f, std::forward<A>(a)...));
 }
 
 }  // namespace lmx::log
