@@ -47,6 +47,22 @@ static inline __attribute__((always_inline)) v8f vexp(v8f x) {
   return p * (v8f)e;
 }
 
+// A 4 × 16 register tile: row r's columns 0-7 in c[r], 8-15 in e[r]. Eight independent
+// accumulators keep both FMA pipes busy (four leave them waiting on the FMA latency).
+struct Tile4x16 {
+  v8f c[4] = {splat(0), splat(0), splat(0), splat(0)};
+  v8f e[4] = {splat(0), splat(0), splat(0), splat(0)};
+  // c[r] += x_r·v, e[r] += x_r·w.
+  inline __attribute__((always_inline)) void add(float x0, float x1, float x2, float x3, v8f v, v8f w) {
+    const float x[4] = {x0, x1, x2, x3};
+    for (int r = 0; r < 4; ++r) {
+      const v8f xr = splat(x[r]);
+      c[r] += xr * v;
+      e[r] += xr * w;
+    }
+  }
+};
+
 // S[i][j] = alpha·Σ_d A[i][d]·Bt[d][j] for rows i < rows (A padded to a multiple of 4 rows,
 // lda = D) and, per 4-row tile, the keys j < ceil8(hi(last row)). S and Bt have ld columns.
 template <class Hi>
@@ -57,31 +73,15 @@ void scores(const float* A, int64_t rows, int64_t D, const float* Bt, int64_t ld
     const float *a0 = A + i0 * D, *a1 = a0 + D, *a2 = a1 + D, *a3 = a2 + D;
     const int64_t n8 = (n + 7) / 8 * 8;
     int64_t j = 0;
-    // 4 rows × 16 keys: 8 independent accumulators keep both FMA pipes busy.
-    for (; j + 16 <= n8; j += 16) {
-      v8f c0 = splat(0), c1 = c0, c2 = c0, c3 = c0, e0 = c0, e1 = c0, e2 = c0, e3 = c0;
+    for (; j + 16 <= n8; j += 16) {  // 4 rows × 16 keys
+      Tile4x16 t;
       const float* b = Bt + j;
-      for (int64_t d = 0; d < D; ++d, b += ld) {
-        const v8f bv = vload(b), bw = vload(b + 8);
-        const v8f x0 = splat(a0[d]), x1 = splat(a1[d]), x2 = splat(a2[d]), x3 = splat(a3[d]);
-        c0 += x0 * bv;
-        e0 += x0 * bw;
-        c1 += x1 * bv;
-        e1 += x1 * bw;
-        c2 += x2 * bv;
-        e2 += x2 * bw;
-        c3 += x3 * bv;
-        e3 += x3 * bw;
-      }
+      for (int64_t d = 0; d < D; ++d, b += ld) t.add(a0[d], a1[d], a2[d], a3[d], vload(b), vload(b + 8));
       float* s = S + i0 * ld + j;
-      vstore(s, c0 * alpha);
-      vstore(s + 8, e0 * alpha);
-      vstore(s + ld, c1 * alpha);
-      vstore(s + ld + 8, e1 * alpha);
-      vstore(s + 2 * ld, c2 * alpha);
-      vstore(s + 2 * ld + 8, e2 * alpha);
-      vstore(s + 3 * ld, c3 * alpha);
-      vstore(s + 3 * ld + 8, e3 * alpha);
+      for (int r = 0; r < 4; ++r) {
+        vstore(s + r * ld, t.c[r] * alpha);
+        vstore(s + r * ld + 8, t.e[r] * alpha);
+      }
     }
     for (; j < n; j += 8) {
       v8f c0 = splat(0), c1 = c0, c2 = c0, c3 = c0;
@@ -112,26 +112,16 @@ void pv(const float* P, int64_t ld, int64_t rows, Lo lo, Hi hi, const float* V, 
     const int64_t j0 = lo(i0), j1 = hi(std::min(i0 + 3, rows - 1));
     const float *p0 = P + i0 * ld, *p1 = p0 + ld, *p2 = p1 + ld, *p3 = p2 + ld;
     int64_t c = 0;
-    for (; c + 16 <= D; c += 16) {  // 4 rows × 16 columns: 8 accumulators
-      v8f c0 = splat(0), c1 = c0, c2 = c0, c3 = c0, e0 = c0, e1 = c0, e2 = c0, e3 = c0;
+    for (; c + 16 <= D; c += 16) {  // 4 rows × 16 columns
+      Tile4x16 t;
       for (int64_t j = j0; j < j1; ++j) {
         const float* vr = V + j * v_st + c;
-        const v8f vv = vload(vr), vw = vload(vr + 8);
-        const v8f x0 = splat(p0[j]), x1 = splat(p1[j]), x2 = splat(p2[j]), x3 = splat(p3[j]);
-        c0 += x0 * vv;
-        e0 += x0 * vw;
-        c1 += x1 * vv;
-        e1 += x1 * vw;
-        c2 += x2 * vv;
-        e2 += x2 * vw;
-        c3 += x3 * vv;
-        e3 += x3 * vw;
+        t.add(p0[j], p1[j], p2[j], p3[j], vload(vr), vload(vr + 8));
       }
-      const v8f acc[4] = {c0, c1, c2, c3}, acc2[4] = {e0, e1, e2, e3};
       for (int r = 0; r < 4 && i0 + r < rows; ++r) {
         float* o = out + (i0 + r) * out_st + c;
-        vstore(o, accumulate ? vload(o) + acc[r] : acc[r]);
-        vstore(o + 8, accumulate ? vload(o + 8) + acc2[r] : acc2[r]);
+        vstore(o, accumulate ? vload(o) + t.c[r] : t.c[r]);
+        vstore(o + 8, accumulate ? vload(o + 8) + t.e[r] : t.e[r]);
       }
     }
     for (; c < D; c += 8) {
@@ -162,27 +152,15 @@ void ptx(const float* P, int64_t ld, int64_t rows, int64_t cols, First first, co
   for (int64_t j0 = 0; j0 < cols; j0 += 4) {
     const int64_t i0 = first(j0), nj = std::min<int64_t>(4, cols - j0);
     int64_t c = 0;
-    for (; c + 16 <= D; c += 16) {  // 4 keys × 16 columns: 8 accumulators
-      v8f c0 = splat(0), c1 = c0, c2 = c0, c3 = c0, e0 = c0, e1 = c0, e2 = c0, e3 = c0;
+    for (; c + 16 <= D; c += 16) {  // 4 keys × 16 columns
+      Tile4x16 t;
       const float* p = P + i0 * ld + j0;
       const float* x = X + i0 * x_st + c;
-      for (int64_t i = i0; i < rows; ++i, p += ld, x += x_st) {
-        const v8f xv = vload(x), xw = vload(x + 8);
-        const v8f y0 = splat(p[0]), y1 = splat(p[1]), y2 = splat(p[2]), y3 = splat(p[3]);
-        c0 += y0 * xv;
-        e0 += y0 * xw;
-        c1 += y1 * xv;
-        e1 += y1 * xw;
-        c2 += y2 * xv;
-        e2 += y2 * xw;
-        c3 += y3 * xv;
-        e3 += y3 * xw;
-      }
-      const v8f acc[4] = {c0, c1, c2, c3}, acc2[4] = {e0, e1, e2, e3};
+      for (int64_t i = i0; i < rows; ++i, p += ld, x += x_st) t.add(p[0], p[1], p[2], p[3], vload(x), vload(x + 8));
       for (int64_t r = 0; r < nj; ++r) {
         float* o = out + (j0 + r) * out_st + c;
-        vstore(o, vload(o) + acc[r]);
-        vstore(o + 8, vload(o + 8) + acc2[r]);
+        vstore(o, vload(o) + t.c[r]);
+        vstore(o + 8, vload(o + 8) + t.e[r]);
       }
     }
     for (; c < D; c += 8) {
