@@ -1,6 +1,15 @@
-// Shared test helpers: temporary files and running the lmx binary as a user would.
+// Shared test helpers: temporary files, running the lmx binary as a user would, and spawning
+// it as a separate process to signal (interrupt and resume tests).
 #pragma once
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <thread>
+#include <vector>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -76,5 +85,56 @@ inline std::string metrics_without_speed(const std::string& path) {
 }
 
 inline std::string source_path(const std::string& rel) { return std::string(LMX_SOURCE_DIR) + "/" + rel; }
+
+// Lines (newlines) in a file.
+inline size_t lines(const std::string& path) {
+  const std::string s = read_file(path);
+  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+// Starts build/lmx with args (no shell), output to log; returns the pid.
+inline pid_t spawn_lmx(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    if (chdir(LMX_SOURCE_DIR) != 0) _exit(127);
+    std::vector<char*> argv = {const_cast<char*>(LMX_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(LMX_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Exit code of a spawned process (128 + signal when killed).
+inline int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Waits until `path` has at least n lines (or the process ended); false on timeout / exit.
+inline bool wait_for_lines(const std::string& path, size_t n, pid_t pid, double timeout_s = 120) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < timeout_s) {
+    if (std::filesystem::exists(path) && lines(path) >= n) return true;
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Splits a command line at spaces (no quoting) into argv entries for spawn_lmx.
+inline std::vector<std::string> split_args(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string a;
+  while (ss >> a) out.push_back(a);
+  return out;
+}
 
 }  // namespace lmx::test

@@ -1,5 +1,6 @@
 // Reliability: interruption (fault-injected and real SIGINT / SIGTERM / SIGKILL), resume
-// bit for bit, sweep resume, atomic results and output checks, the memory guard and NaN faults.
+// bit for bit, atomic results and output checks, the memory guard and NaN faults. Sweep and
+// ablation resume: test_sweep_resume.cpp.
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <signal.h>
@@ -29,6 +30,11 @@ using namespace lmx;
 using lmx::test::TempDir;
 using lmx::test::metrics_without_speed;
 using lmx::test::read_file;
+using lmx::test::lines;
+using lmx::test::spawn_lmx;
+using lmx::test::split_args;
+using lmx::test::wait_exit;
+using lmx::test::wait_for_lines;
 namespace fs = std::filesystem;
 
 namespace {
@@ -42,11 +48,6 @@ Config small_config() { return load_config(lmx::test::source_path("configs/textb
 const data::Corpus& small_corpus() {
   static const data::Corpus corpus = data::load_corpus(small_config().data);
   return corpus;
-}
-
-size_t lines(const std::string& path) {
-  const std::string s = read_file(path);
-  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
 // Every model parameter of two checkpoints bitwise equal.
@@ -64,41 +65,6 @@ void require_same_weights(const std::string& a, const std::string& b) {
   CHECK(compared > 0);
 }
 
-// Starts build/lmx with args (no shell), output to log; returns the pid.
-pid_t spawn_lmx(const std::vector<std::string>& args, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    if (chdir(LMX_SOURCE_DIR) != 0) _exit(127);
-    std::vector<char*> argv = {const_cast<char*>(LMX_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(LMX_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// Waits until `path` has at least n lines (or the process ended); false on timeout / exit.
-bool wait_for_lines(const std::string& path, size_t n, pid_t pid, double timeout_s = 120) {
-  const auto t0 = std::chrono::steady_clock::now();
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < timeout_s) {
-    if (fs::exists(path) && lines(path) >= n) return true;
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
 bool has_optimizer_state(const Checkpoint& ck) {
   std::set<std::string> names;
   for (const auto& [n, t] : ck.tensors) names.insert(n);
@@ -114,14 +80,6 @@ bool has_optimizer_state(const Checkpoint& ck) {
 const std::string kCliSmall =
     "--set data.train_docs=200 --set data.val_docs=40 --set data.test_docs=40 --set train.batch_size=8 "
     "--set train.eval_every=40 --set train.warmup_steps=10";
-
-std::vector<std::string> split_args(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string a;
-  while (ss >> a) out.push_back(a);
-  return out;
-}
 
 }  // namespace
 
@@ -297,71 +255,6 @@ TEST_CASE("a second SIGINT exits at once and leaves only whole files", "[resume]
   CHECK(m.back() == '\n');
   if (fs::exists(out + "/seed0/model.safetensors")) CHECK_NOTHROW(read_checkpoint(out + "/seed0/model.safetensors"));
   CHECK(fs::exists(out + "/seed0/config.yaml"));
-}
-
-TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted one", "[resume][sweep][cli][signal]") {
-  TempDir dir;
-  auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/textbook.yaml") +
-                                      "\nseeds: [0]\nset: {train.eval_every: 0, data.train_docs: 100, data.val_docs: 20, "
-                                      "data.test_docs: 20, train.batch_size: 8}\n"
-                                      "points:\n  short: {train.steps: 4}\n  long: {train.steps: 600}\n"
-                                      "  third: {train.steps: 3}\n");
-  const std::string out = dir.file("out");
-  const pid_t pid = spawn_lmx({"-q", "--threads", "1", "sweep", spec, "--jobs", "1", "--out", out}, dir.file("sweep.log"));
-  REQUIRE(wait_for_lines(out + "/runs/001-long-s0/seed0/metrics.csv", 4, pid));
-  kill(pid, SIGINT);  // the sweep forwards it to its running child
-  CHECK(wait_exit(pid) == 130);
-  INFO(read_file(dir.file("sweep.log")));
-  CHECK(read_checkpoint(out + "/runs/001-long-s0/seed0/model.safetensors").metadata.at("status") == "interrupted");
-  CHECK_FALSE(fs::exists(out + "/runs/002-third-s0"));
-  const auto short_time = fs::last_write_time(out + "/runs/000-short-s0/seed0/model.safetensors");
-
-  // A changed spec is refused.
-  auto changed = dir.write("changed.yaml", read_file(spec).replace(read_file(spec).find("600"), 3, "599"));
-  auto bad = lmx::test::run_lmx("-q sweep '" + changed + "' --resume '" + out + "'");
-  CHECK(bad.code == 2);
-  CHECK(bad.output.find("differs") != std::string::npos);
-
-  auto r = lmx::test::run_lmx("--threads 1 sweep '" + spec + "' --resume '" + out + "'");
-  INFO(r.output);
-  REQUIRE(r.code == 0);
-  CHECK(r.output.find("1 finished run(s) kept, 1 continued") != std::string::npos);
-  CHECK(fs::last_write_time(out + "/runs/000-short-s0/seed0/model.safetensors") == short_time);
-  Table t = read_csv(out + "/summary.csv");
-  int ok = 0;
-  for (const auto& row : t.rows) ok += row[2] == "ok";
-  CHECK(ok == 3);
-  CHECK(lines(out + "/runs/001-long-s0/seed0/metrics.csv") == 601);
-}
-
-TEST_CASE("lmx ablate --resume continues an interrupted ablation", "[resume][sweep][cli][signal]") {
-  TempDir dir;
-  const std::string out = dir.file("out");
-  const std::string common =
-      "--one-at-a-time --order norm --jobs 1 --set train.steps=600 --set train.eval_every=0 --set data.train_docs=100 "
-      "--set data.val_docs=20 --set data.test_docs=20 --set train.batch_size=8";
-  auto args = split_args("-q --threads 1 ablate " + common);
-  args.insert(args.end(), {"--out", out});
-  const pid_t pid = spawn_lmx(args, dir.file("ablate.log"));
-  REQUIRE(wait_for_lines(out + "/runs/000-0_original-s0/seed0/metrics.csv", 4, pid));
-  kill(pid, SIGINT);
-  CHECK(wait_exit(pid) == 130);
-  INFO(read_file(dir.file("ablate.log")));
-  CHECK(read_file(dir.file("ablate.log")).find("--resume") != std::string::npos);
-
-  auto r = lmx::test::run_lmx("--threads 1 ablate " + common + " --resume '" + out + "'");
-  INFO(r.output);
-  REQUIRE(r.code == 0);
-  CHECK(r.output.find("0 finished run(s) kept, 1 continued") != std::string::npos);
-  CHECK(lines(out + "/runs/000-0_original-s0/seed0/metrics.csv") == 601);
-  Table t = read_csv(out + "/ablation.csv");
-  REQUIRE(t.rows.size() == 2);
-  for (const auto& row : t.rows) CHECK(row.back() == "1");  // one finished seed per step
-
-  // Not an ablation directory: refused before any work.
-  auto bad = lmx::test::run_lmx("-q ablate " + common + " --resume '" + dir.path.string() + "'");
-  CHECK(bad.code == 2);
-  CHECK(bad.output.find("no runs/") != std::string::npos);
 }
 
 TEST_CASE("output directories: unwritable, not a directory, no space: exit 2 before training", "[resume][cli]") {

@@ -1,6 +1,7 @@
 // The fused attention kernels for any x86-64 (SSE2), and the run-time choice of variant.
 #define LMX_KERNEL_NS generic
 #include "model/attention_kernels_impl.h"
+#include "model/swiglu_kernels_impl.h"
 
 namespace lmx::kernels {
 

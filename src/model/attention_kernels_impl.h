@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "model/attention_kernels.h"
+#include "model/kernel_vec.h"
 
 #ifndef LMX_KERNEL_NS
 #error "define LMX_KERNEL_NS before including attention_kernels_impl.h"
@@ -20,32 +21,6 @@
 namespace lmx::kernels::LMX_KERNEL_NS {
 
 namespace {
-
-typedef float v8f __attribute__((vector_size(32)));
-typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
-typedef int v8i __attribute__((vector_size(32)));
-
-static inline __attribute__((always_inline)) v8f vload(const float* p) { return *reinterpret_cast<const v8u*>(p); }
-static inline __attribute__((always_inline)) void vstore(float* p, v8f x) { *reinterpret_cast<v8u*>(p) = x; }
-static inline __attribute__((always_inline)) v8f splat(float a) { return v8f{a, a, a, a, a, a, a, a}; }
-
-// exp for x <= 88 (Cephes expf polynomial, ~1 ulp); inputs below −87 give ~1e-38.
-static inline __attribute__((always_inline)) v8f vexp(v8f x) {
-  x = x < splat(88.3f) ? x : splat(88.3f);
-  x = x > splat(-87.3f) ? x : splat(-87.3f);
-  const v8f magic = splat(12582912.0f);  // 1.5·2^23: rounds to an integer
-  v8f n = (x * splat(1.44269504088896341f) + magic) - magic;
-  v8f r = x - n * splat(0.693359375f) - n * splat(-2.12194440e-4f);
-  v8f p = splat(1.9875691500e-4f);
-  p = p * r + splat(1.3981999507e-3f);
-  p = p * r + splat(8.3334519073e-3f);
-  p = p * r + splat(4.1665795894e-2f);
-  p = p * r + splat(1.6666665459e-1f);
-  p = p * r + splat(5.0000001201e-1f);
-  p = p * r * r + r + splat(1.0f);
-  v8i e = (__builtin_convertvector(n, v8i) + 127) << 23;
-  return p * (v8f)e;
-}
 
 // A 4 × 16 register tile: row r's columns 0-7 in c[r], 8-15 in e[r]. Eight independent
 // accumulators keep both FMA pipes busy (four leave them waiting on the FMA latency).
@@ -198,7 +173,10 @@ static inline __attribute__((always_inline)) void copy_row(float* y, const float
 }
 
 // RoPE of one row x at position pos into y (y may not alias x); identity without tables.
-static inline __attribute__((always_inline)) void rotate(const float* x, float* y, int64_t pos, const AttnShape& s) {
+// sign −1 rotates by −θ: the transpose of the rotation (its inverse), which takes a gradient
+// in rotated space back to the input space.
+static inline __attribute__((always_inline)) void rotate_by(const float* x, float* y, int64_t pos,
+                                                           const AttnShape& s, float sign) {
   const int64_t D = s.D, h = D / 2;
   if (!s.cos) {
     copy_row(y, x, D);
@@ -207,36 +185,23 @@ static inline __attribute__((always_inline)) void rotate(const float* x, float* 
   const float *c = s.cos + pos * h, *sn = s.sin + pos * h;
   if (s.interleaved) {
     for (int64_t d = 0; d < h; ++d) {
-      y[2 * d] = x[2 * d] * c[d] - x[2 * d + 1] * sn[d];
-      y[2 * d + 1] = x[2 * d + 1] * c[d] + x[2 * d] * sn[d];
+      const float sd = sign * sn[d];
+      y[2 * d] = x[2 * d] * c[d] - x[2 * d + 1] * sd;
+      y[2 * d + 1] = x[2 * d + 1] * c[d] + x[2 * d] * sd;
     }
   } else {
     for (int64_t d = 0; d < h; ++d) {
-      y[d] = x[d] * c[d] - x[d + h] * sn[d];
-      y[d + h] = x[d + h] * c[d] + x[d] * sn[d];
+      const float sd = sign * sn[d];
+      y[d] = x[d] * c[d] - x[d + h] * sd;
+      y[d + h] = x[d + h] * c[d] + x[d] * sd;
     }
   }
 }
-
-// The transpose of rotate (its inverse): gradient g in rotated space -> input space.
+static inline __attribute__((always_inline)) void rotate(const float* x, float* y, int64_t pos, const AttnShape& s) {
+  rotate_by(x, y, pos, s, 1.0f);
+}
 static inline __attribute__((always_inline)) void unrotate(const float* g, float* y, int64_t pos, const AttnShape& s) {
-  const int64_t D = s.D, h = D / 2;
-  if (!s.cos) {
-    copy_row(y, g, D);
-    return;
-  }
-  const float *c = s.cos + pos * h, *sn = s.sin + pos * h;
-  if (s.interleaved) {
-    for (int64_t d = 0; d < h; ++d) {
-      y[2 * d] = g[2 * d] * c[d] + g[2 * d + 1] * sn[d];
-      y[2 * d + 1] = g[2 * d + 1] * c[d] - g[2 * d] * sn[d];
-    }
-  } else {
-    for (int64_t d = 0; d < h; ++d) {
-      y[d] = g[d] * c[d] + g[d + h] * sn[d];
-      y[d + h] = g[d + h] * c[d] - g[d] * sn[d];
-    }
-  }
+  rotate_by(g, y, pos, s, -1.0f);
 }
 
 // Row i of S: softmax over [0, n), zeros on [n, ld); returns the row's log-sum-exp.
@@ -377,39 +342,6 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
   for (int64_t j = 0; j < Tk; ++j) {
     unrotate(dK + j * D, a.dk + j * a.dk_st, j, s);
     copy_row(a.dv + j * a.dv_st, dV + j * D, D);
-  }
-}
-
-// SwiGLU: σ(g) = 1/(1+e^(−g)); out = g·σ(g)·u; dg = dy·u·σ(g)·(1 + g·(1 − σ(g))), du = dy·g·σ(g).
-void swiglu_forward(const float* gu, int64_t rows, int64_t F, float* out) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *g = gu + r * 2 * F, *u = g + F;
-    float* o = out + r * F;
-    int64_t f = 0;
-    for (; f + 8 <= F; f += 8) {
-      const v8f gv = vload(g + f);
-      vstore(o + f, gv / (splat(1.0f) + vexp(-gv)) * vload(u + f));
-    }
-    for (; f < F; ++f) o[f] = g[f] / (1.0f + std::exp(-g[f])) * u[f];
-  }
-}
-
-void swiglu_backward(const float* gu, const float* dout, int64_t rows, int64_t F, float* dgu) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *g = gu + r * 2 * F, *u = g + F, *dy = dout + r * F;
-    float *dg = dgu + r * 2 * F, *du = dg + F;
-    int64_t f = 0;
-    for (; f + 8 <= F; f += 8) {
-      const v8f gv = vload(g + f), dyv = vload(dy + f);
-      const v8f sg = splat(1.0f) / (splat(1.0f) + vexp(-gv));
-      vstore(dg + f, dyv * vload(u + f) * sg * (splat(1.0f) + gv * (splat(1.0f) - sg)));
-      vstore(du + f, dyv * gv * sg);
-    }
-    for (; f < F; ++f) {
-      const float sg = 1.0f / (1.0f + std::exp(-g[f]));
-      dg[f] = dy[f] * u[f] * sg * (1.0f + g[f] * (1.0f - sg));
-      du[f] = dy[f] * g[f] * sg;
-    }
   }
 }
 

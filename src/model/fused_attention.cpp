@@ -23,6 +23,16 @@ std::atomic<bool>& enabled_flag() {
   return flag;
 }
 
+// fn(b, g, h0, scratch) for every (sequence b, KV head g) with h0 = g's first query head, in
+// parallel chunks that each own `scratch_n` floats of scratch.
+template <class Fn>
+void for_each_kv_head(int64_t B, int64_t Hk, int64_t group, int64_t scratch_n, const Fn& fn) {
+  at::parallel_for(0, B * Hk, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(scratch_n);
+    for (int64_t idx = begin; idx < end; ++idx) fn(idx / Hk, idx % Hk, (idx % Hk) * group, scratch.data());
+  });
+}
+
 // q4 (B, Tq, H, D), k4 / v4 (B, Tk, Hk, D) strided views with a contiguous last dim; o4 like
 // q4; lse (B, H, Tq) or undefined.
 void run_forward(const torch::Tensor& q4, const torch::Tensor& k4, const torch::Tensor& v4, const torch::Tensor& o4,
@@ -34,24 +44,20 @@ void run_forward(const torch::Tensor& q4, const torch::Tensor& k4, const torch::
   float* lp = lse.defined() ? lse.data_ptr<float>() : nullptr;
   auto kernel = kernels::forward_kernel();
   const int64_t scratch_n = kernels::forward_scratch(shape);
-  at::parallel_for(0, B * Hk, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(scratch_n);
-    for (int64_t idx = begin; idx < end; ++idx) {
-      const int64_t b = idx / Hk, g = idx % Hk, h0 = g * shape.group;
-      kernels::ForwardArgs a{};
-      a.q = q + b * q4.stride(0) + h0 * q4.stride(2);
-      a.q_st = q4.stride(1);
-      a.q_sh = q4.stride(2);
-      a.k = k + b * k4.stride(0) + g * k4.stride(2);
-      a.k_st = k4.stride(1);
-      a.v = v + b * v4.stride(0) + g * v4.stride(2);
-      a.v_st = v4.stride(1);
-      a.o = o + b * o4.stride(0) + h0 * o4.stride(2);
-      a.o_st = o4.stride(1);
-      a.o_sh = o4.stride(2);
-      a.lse = lp ? lp + (b * H + h0) * Tq : nullptr;
-      kernel(a, shape, scratch.data());
-    }
+  for_each_kv_head(B, Hk, shape.group, scratch_n, [&](int64_t b, int64_t g, int64_t h0, float* scratch) {
+    kernels::ForwardArgs a{};
+    a.q = q + b * q4.stride(0) + h0 * q4.stride(2);
+    a.q_st = q4.stride(1);
+    a.q_sh = q4.stride(2);
+    a.k = k + b * k4.stride(0) + g * k4.stride(2);
+    a.k_st = k4.stride(1);
+    a.v = v + b * v4.stride(0) + g * v4.stride(2);
+    a.v_st = v4.stride(1);
+    a.o = o + b * o4.stride(0) + h0 * o4.stride(2);
+    a.o_st = o4.stride(1);
+    a.o_sh = o4.stride(2);
+    a.lse = lp ? lp + (b * H + h0) * Tq : nullptr;
+    kernel(a, shape, scratch);
   });
 }
 
@@ -108,29 +114,25 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
     float* dq = dqkv.data_ptr<float>();
     auto kernel = kernels::backward_kernel();
     const int64_t scratch_n = kernels::backward_scratch(shape);
-    at::parallel_for(0, B * Hk, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> scratch(scratch_n);
-      for (int64_t idx = begin; idx < end; ++idx) {
-        const int64_t b = idx / Hk, g = idx % Hk, h0 = g * shape.group;
-        const int64_t base = b * T * row;
-        kernels::BackwardArgs a{};
-        a.q = q + base + h0 * D;
-        a.k = q + base + (H + g) * D;
-        a.v = q + base + (H + Hk + g) * D;
-        a.q_st = a.k_st = a.v_st = row;
-        a.q_sh = D;
-        a.o = op + b * T * H * D + h0 * D;
-        a.dout = dop + b * T * H * D + h0 * D;
-        a.o_st = H * D;
-        a.o_sh = D;
-        a.lse = lp + (b * H + h0) * T;
-        a.dq = dq + base + h0 * D;
-        a.dk = dq + base + (H + g) * D;
-        a.dv = dq + base + (H + Hk + g) * D;
-        a.dq_st = a.dk_st = a.dv_st = row;
-        a.dq_sh = D;
-        kernel(a, shape, scratch.data());
-      }
+    for_each_kv_head(B, Hk, shape.group, scratch_n, [&](int64_t b, int64_t g, int64_t h0, float* scratch) {
+      const int64_t base = b * T * row;
+      kernels::BackwardArgs a{};
+      a.q = q + base + h0 * D;
+      a.k = q + base + (H + g) * D;
+      a.v = q + base + (H + Hk + g) * D;
+      a.q_st = a.k_st = a.v_st = row;
+      a.q_sh = D;
+      a.o = op + b * T * H * D + h0 * D;
+      a.dout = dop + b * T * H * D + h0 * D;
+      a.o_st = H * D;
+      a.o_sh = D;
+      a.lse = lp + (b * H + h0) * T;
+      a.dq = dq + base + h0 * D;
+      a.dk = dq + base + (H + g) * D;
+      a.dv = dq + base + (H + Hk + g) * D;
+      a.dq_st = a.dk_st = a.dv_st = row;
+      a.dq_sh = D;
+      kernel(a, shape, scratch);
     });
     return {dqkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
             torch::Tensor()};
