@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   cli::Globals g;
   bool version = false;
   app.add_flag("--version", version, "print versions of lmx, LibTorch, the BLAS in use, threads, CUDA");
-  app.add_option("--threads", g.threads, "intra-op threads for LibTorch and OpenBLAS (default 1)")
+  app.add_option("--threads", g.threads, "intra-op threads for LibTorch and OpenBLAS (default: this process's cores up to 2, or OMP_NUM_THREADS)")
       ->check(CLI::PositiveNumber);
   auto* device_opt = app.add_option("--device", g.device, "cpu or cuda (cuda needs a CUDA build of LibTorch)");
   app.add_option("--seed", g.seed, "base seed for the verbs that take one");

@@ -20,6 +20,7 @@
 #include "train/summary.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/runtime.h"
 #include "util/signals.h"
 
 extern char** environ;
@@ -164,7 +165,7 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
   fs::create_directories(out / "configs");
   fs::create_directories(out / "runs");
   fs::create_directories(out / "logs");
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int cores = runtime::available_cores();
   const int jobs = std::max(1, opt.jobs);
   const int threads = opt.threads > 0 ? opt.threads : std::max(1, cores / jobs);
 

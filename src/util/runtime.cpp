@@ -5,10 +5,14 @@
 #include <torch/cuda.h>
 #include <ATen/Parallel.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "util/error.h"
 
@@ -113,7 +117,24 @@ int threads() { return g_threads; }
 int torch_threads() { return at::get_num_threads(); }
 int blas_threads() { return g_blas_threads; }
 
-int default_threads() { return 1; }
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int default_threads() {
+  // An explicit OMP_NUM_THREADS wins (torchrun sets it to 1 for several workers per node).
+  if (const int omp = env_int("OMP_NUM_THREADS", 0); omp > 0) return omp;
+  // Workers started together on one node (lmx launch, torchrun: LOCAL_WORLD_SIZE; srun:
+  // SLURM_NTASKS_PER_NODE) share its cores.
+  int local = env_int("LOCAL_WORLD_SIZE", 0);
+  if (local <= 0) local = env_int("SLURM_NTASKS_PER_NODE", 1);
+  // At most 2: measured faster than 1 on the 2-core machine (docs/PERFORMANCE.md); more
+  // threads were never measured and the split beyond 2 gives LibTorch n threads too.
+  return std::min(2, std::max(1, available_cores() / std::max(1, local)));
+}
 
 void tune_allocator() {
 #ifdef M_MMAP_THRESHOLD

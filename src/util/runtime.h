@@ -34,7 +34,12 @@ struct ThreadSplit {
 // The split of n threads; LMX_TORCH_THREADS / LMX_BLAS_THREADS override either part.
 ThreadSplit thread_split(int n);
 
-// Default intra-op threads when --threads is not given.
+// Cores this process may run on (its CPU affinity).
+int available_cores();
+
+// Threads when --threads is not given: OMP_NUM_THREADS when set; else the cores available to
+// this process divided among the workers on its node (LOCAL_WORLD_SIZE, SLURM_NTASKS_PER_NODE),
+// at most 2.
 int default_threads();
 
 // glibc malloc: keep freed blocks for reuse instead of returning them to the kernel (no

@@ -1,0 +1,78 @@
+// Thread defaults and the BLAS kernel note (util/runtime.h).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "util/runtime.h"
+
+using namespace lmx;
+
+namespace {
+
+// Sets (or unsets, value nullptr) an environment variable for the scope.
+struct EnvVar {
+  std::string name;
+  std::string old;
+  bool had = false;
+  EnvVar(const char* n, const char* value) : name(n) {
+    if (const char* v = std::getenv(n)) had = true, old = v;
+    value ? setenv(n, value, 1) : unsetenv(n);
+  }
+  ~EnvVar() { had ? setenv(name.c_str(), old.c_str(), 1) : unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+TEST_CASE("default threads: OMP_NUM_THREADS, else the cores shared by the node's workers, at most 2", "[runtime]") {
+  EnvVar omp("OMP_NUM_THREADS", nullptr), local("LOCAL_WORLD_SIZE", nullptr), slurm("SLURM_NTASKS_PER_NODE", nullptr);
+  const int cores = runtime::available_cores();
+  REQUIRE(cores >= 1);
+  CHECK(runtime::default_threads() == std::min(2, cores));
+  {
+    EnvVar many("LOCAL_WORLD_SIZE", "1000");  // more workers than cores: one thread each
+    CHECK(runtime::default_threads() == 1);
+  }
+  {
+    EnvVar tasks("SLURM_NTASKS_PER_NODE", "1000");
+    CHECK(runtime::default_threads() == 1);
+  }
+  {
+    EnvVar three("OMP_NUM_THREADS", "3");
+    CHECK(runtime::default_threads() == 3);
+  }
+  {
+    EnvVar junk("OMP_NUM_THREADS", "lots");  // not a number: ignored
+    CHECK(runtime::default_threads() == std::min(2, cores));
+  }
+}
+
+TEST_CASE("thread split: at most 2 threads go to OpenBLAS, LibTorch keeps 1", "[runtime]") {
+  EnvVar t("LMX_TORCH_THREADS", nullptr), b("LMX_BLAS_THREADS", nullptr);
+  CHECK(runtime::thread_split(1).torch_threads == 1);
+  CHECK(runtime::thread_split(1).blas_threads == 1);
+  CHECK(runtime::thread_split(2).torch_threads == 1);
+  CHECK(runtime::thread_split(2).blas_threads == 2);
+  EnvVar over("LMX_TORCH_THREADS", "2");
+  CHECK(runtime::thread_split(2).torch_threads == 2);
+}
+
+TEST_CASE("BLAS note: only when OPENBLAS_CORETYPE holds an AVX-512 CPU to AVX2 kernels", "[runtime]") {
+  runtime::BlasInfo b;
+  b.openblas = true;
+  b.core = "Haswell";
+  b.core_env = "Haswell";
+  b.cpu_avx512 = true;
+  CHECK(b.core_note().find("OPENBLAS_CORETYPE=Haswell") != std::string::npos);
+  CHECK(b.core_label() == "Haswell (OPENBLAS_CORETYPE)");
+  b.cpu_avx512 = false;  // an AVX2 CPU: Haswell kernels are right
+  CHECK(b.core_note().empty());
+  b.cpu_avx512 = true;
+  b.core_env.clear();  // OpenBLAS chose by itself
+  CHECK(b.core_note().empty());
+  CHECK(b.core_label() == "Haswell");
+  b.core_env = "SkylakeX";
+  b.core = "SkylakeX";  // pinned, but to AVX-512 kernels
+  CHECK(b.core_note().empty());
+}
