@@ -18,7 +18,7 @@ for run in "$RUNS"/ffn/runs/*/seed* "$RUNS"/sparsity_lr/runs/*/seed*; do
   point="$(run_point "$run")"
   seed="${run##*/seed}"
   lr="$(awk '/^  lr:/ {print $2}' "$run/config.yaml")"
-  "$LMX" -q probe sparsity "$run/model.safetensors" --csv "$RUNS/sparsity.tmp.csv" > /dev/null
+  "$LMX" -q --threads 1 probe sparsity "$run/model.safetensors" --csv "$RUNS/sparsity.tmp.csv" > /dev/null
   awk -F, -v p="$point" -v lr="$lr" -v s="$seed" 'NR > 1 { print p "," lr "," s "," $1 "," $2 "," $5 "," $6 "," $7 }' \
     "$RUNS/sparsity.tmp.csv" >> "$R/sparsity.csv"
 done

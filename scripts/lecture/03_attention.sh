@@ -12,7 +12,7 @@ probe kv-decode kv_decode
 probe mla mla
 
 # The MHA source model: the textbook preset, 6 epochs (quick: 30 steps on tiny data).
-train=(-q train "$ROOT/configs/textbook.yaml" --seeds 0 --out "$RUNS/mha")
+train=(-q --threads 1 train "$ROOT/configs/textbook.yaml" --seeds 0 --out "$RUNS/mha")
 ((QUICK)) && train+=(--set train.steps=30 --set train.eval_every=0 "${TINY[@]}")
 "$LMX" "${train[@]}" > /dev/null
 # One lmx uptrain per KV-head count, side by side (each converts, continues and trains its

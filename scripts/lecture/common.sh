@@ -76,7 +76,7 @@ lecture_done() {
 probe() {
   local name="$1" stem="$2"
   shift 2
-  "$LMX" -q probe "$name" "$@" --csv "$R/$stem.csv" > "$R/$stem.md"
+  "$LMX" -q --threads 1 probe "$name" "$@" --csv "$R/$stem.csv" > "$R/$stem.md"
 }
 
 # sweep SPEC DIR NAME: runs an experiment spec into $RUNS/DIR and keeps its summary as
