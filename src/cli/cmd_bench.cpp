@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <iostream>
 
 #include "cli/app.h"
@@ -15,8 +14,6 @@
 #include "data/corpus.h"
 #include "model/lm.h"
 #include "model/sizes.h"
-#include "train/optimizer.h"
-#include "model/precision.h"
 #include "train/trainer.h"
 #include "util/csv.h"
 #include "util/error.h"
@@ -63,17 +60,19 @@ struct BenchArgs {
   std::string csv;
 };
 
-void warn_blas_core() {
-  const std::string note = runtime::blas_info().core_note();
-  if (!note.empty()) log::warn("bench", "{}", note);
+// The BLAS in use; warns when OPENBLAS_CORETYPE holds it back.
+runtime::BlasInfo checked_blas() {
+  runtime::BlasInfo blas = runtime::blas_info();
+  if (const std::string note = blas.core_note(); !note.empty()) log::warn("bench", "{}", note);
+  return blas;
 }
 
 int run_peak(const BenchArgs& a) {
-  warn_blas_core();
+  const runtime::BlasInfo blas = checked_blas();
   const double gflops = matmul_peak_gflops(a.peak_size, a.peak_reps);
   Table t{{"threads", "matmul", "peak_gflops", "blas_kernels"}, {}};
   t.add({std::to_string(runtime::threads()), fmt::format("{0}x{0}x{0} sgemm", a.peak_size), fmt::format("{:.1f}", gflops),
-         runtime::blas_info().core_label()});
+         blas.core_label()});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;
@@ -129,31 +128,17 @@ double linear_gemm_ms(ModernLM& model, int64_t rows, int reps) {
   return seconds_since(t0) * 1e3 / std::max(1, reps);
 }
 
-// Diagnostics: the phases of a step timed apart (forward + loss, backward, clipping, AdamW),
-// the mean over --steps steps. Same operations as train_step, with a clock between them.
+// Diagnostics: the phases of train_step timed apart (StepResult::phase_ms), the mean over
+// --steps steps, and every linear layer's GEMMs alone.
 void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& data, const Config& cfg,
                      const BenchArgs& a) {
   const int64_t T = data.size(2) - 1;
   double t_fwd = 0, t_bwd = 0, t_clip = 0, t_opt = 0;
   for (int step = 0; step < a.steps; ++step) {
     auto rows = data[step % data.size(0)];
-    auto t0 = Clock::now();
-    std::optional<AutocastGuard> autocast(std::in_place, cfg.train.precision, c10::DeviceType::CPU);
-    auto logits = model->forward(rows.slice(1, 0, T));
-    auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
-                                                     rows.slice(1, 1, T + 1).reshape(-1));
-    autocast.reset();
-    auto t1 = Clock::now();
-    clear_gradients(model->parameters());
-    loss.backward();
-    loss.item<double>();
-    auto t2 = Clock::now();
-    clip_gradients(model, cfg.train.grad_clip);
-    auto t3 = Clock::now();
-    optimizer.step();
-    auto t4 = Clock::now();
-    auto ms = [](auto x, auto y) { return std::chrono::duration<double>(y - x).count() * 1e3; };
-    t_fwd += ms(t0, t1), t_bwd += ms(t1, t2), t_clip += ms(t2, t3), t_opt += ms(t3, t4);
+    const auto r = train_step(model, optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
+                              cfg.train.grad_clip, false, cfg.train.precision);
+    t_fwd += r.phase_ms[0], t_bwd += r.phase_ms[1], t_clip += r.phase_ms[2], t_opt += r.phase_ms[3];
   }
   const double n = std::max(1, a.steps);
   Table t{{"phase", "ms"}, {}};
@@ -169,7 +154,7 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
 
 int run_bench(const Globals& g, const BenchArgs& a) {
   if (a.config.empty()) throw InputError("lmx bench: give a CONFIG (or --peak)", "lmx bench configs/textbook.yaml");
-  warn_blas_core();
+  const runtime::BlasInfo blas = checked_blas();
   Config cfg = load_config(a.config, a.sets);
   if (a.batch > 0) cfg.train.batch_size = a.batch;
   if (a.seq_len > 0) cfg.data.seq_len = a.seq_len;
@@ -235,7 +220,7 @@ int run_bench(const Globals& g, const BenchArgs& a) {
          fmt::format("{:.1f}", train_rss), a.no_decode ? "" : std::to_string(a.decode_len),
          a.no_decode ? "" : fmt::format("{:.0f}", dec_cached), a.no_decode ? "" : fmt::format("{:.0f}", dec_full),
          a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss),
-         runtime::blas_info().core_label()});
+         blas.core_label()});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;

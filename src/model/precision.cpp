@@ -12,15 +12,15 @@ namespace lmx {
 #define LMX_AUTOCAST_BY_DEVICE 0
 #endif
 
-namespace {
-
-bool autocast_enabled(c10::DeviceType d) {
+bool autocast_active(c10::DeviceType d) {
 #if LMX_AUTOCAST_BY_DEVICE
   return at::autocast::is_autocast_enabled(d);
 #else
   return d == c10::DeviceType::CUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
 #endif
 }
+
+namespace {
 
 void set_autocast(c10::DeviceType d, bool enabled, c10::ScalarType dtype) {
 #if LMX_AUTOCAST_BY_DEVICE
@@ -47,12 +47,10 @@ c10::ScalarType autocast_dtype(c10::DeviceType d) {
 
 }  // namespace
 
-bool autocast_active(c10::DeviceType device) { return autocast_enabled(device); }
-
 AutocastGuard::AutocastGuard(const std::string& precision, c10::DeviceType device) : device_(device) {
   if (precision != "bf16") return;
   active_ = true;
-  prev_enabled_ = autocast_enabled(device);
+  prev_enabled_ = autocast_active(device);
   prev_dtype_ = autocast_dtype(device);
   set_autocast(device, true, c10::ScalarType::BFloat16);
   at::autocast::increment_nesting();

@@ -43,17 +43,16 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     for (auto& p : group.params()) {
       const auto& grad = p.grad();
       if (!grad.defined()) continue;
+      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());  // AdamW's state key
       if (o.amsgrad() || !fusable(p) || !fusable(grad)) {
         // LibTorch's update for this parameter alone: a one-parameter AdamW over the same state.
         torch::optim::AdamW one({p}, o);
-        const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
         auto it = state_.find(key);
         if (it != state_.end()) one.state()[key] = std::move(it->second);
         one.step();
         state_[key] = std::move(one.state()[key]);
         continue;
       }
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto s = std::make_unique<torch::optim::AdamWParamState>();
@@ -81,10 +80,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
 }
 
 void clear_gradients(const std::vector<torch::Tensor>& params) {
-  for (const auto& p : params) {
-    if (!p.grad().defined()) continue;
-    const_cast<torch::Tensor&>(p).mutable_grad() = torch::Tensor();
-  }
+  for (const auto& p : params) p.mutable_grad() = torch::Tensor();
 }
 
 double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {

@@ -72,32 +72,26 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
                       const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss,
                       const std::string& precision) {
   set_lr(optimizer, lr);
+  const auto t0 = Clock::now();
   // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
   // dtype its forward used.
-  std::optional<AutocastGuard> autocast;
-  autocast.emplace(precision, inputs.device().type());
+  std::optional<AutocastGuard> autocast(std::in_place, precision, inputs.device().type());
   auto logits = model->forward(inputs);  // (B, T, V)
   dist::Group* group = dist::current();
   StepResult r;
-  torch::Tensor loss;
-  if (!group) {
-    loss = torch::nn::functional::cross_entropy(
-        logits.reshape({-1, logits.size(-1)}), targets.reshape(-1),
-        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore));
-    r.tokens = (targets != data::kIgnore).sum().item<int64_t>();
-  } else {
-    // Data-parallel: this rank's token losses summed over the global batch's token count, so
-    // that the sum of the ranks' gradients is one process's gradient of the global batch.
-    auto nll = torch::nn::functional::cross_entropy(
-        logits.reshape({-1, logits.size(-1)}), targets.reshape(-1),
-        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore).reduction(torch::kSum));
-    const double local_tokens = static_cast<double>((targets != data::kIgnore).sum().item<int64_t>());
-    const double global_tokens = group->sum(local_tokens, "token count all-reduce");
-    r.tokens = static_cast<int64_t>(global_tokens);
-    loss = nll / std::max(1.0, global_tokens);
+  // Data-parallel: this rank's token losses summed over the global batch's token count, so
+  // that the sum of the ranks' gradients is one process's gradient of the global batch.
+  auto ce = torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore);
+  if (group) ce = ce.reduction(torch::kSum);
+  torch::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape(-1), ce);
+  r.tokens = (targets != data::kIgnore).sum().item<int64_t>();
+  if (group) {
+    r.tokens = static_cast<int64_t>(group->sum(static_cast<double>(r.tokens), "token count all-reduce"));
+    loss = loss / std::max<double>(1.0, static_cast<double>(r.tokens));
   }
   if (poison_loss) loss = loss * std::nan("");
   autocast.reset();
+  const auto t1 = Clock::now();
   const auto params = model->parameters();
   clear_gradients(params);
   loss.backward();
@@ -115,11 +109,16 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
   } else {
     r.loss = loss.item<double>();
   }
+  const auto t2 = Clock::now();
   r.grad_norm = clip_gradients(model, grad_clip);
+  const auto t3 = Clock::now();
   if (std::isfinite(r.loss) && std::isfinite(r.grad_norm)) {
     optimizer.step();
     r.stepped = true;
   }
+  const auto t4 = Clock::now();
+  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
+  r.phase_ms = {ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, t4)};
   return r;
 }
 

@@ -8,6 +8,8 @@
 
 #include <torch/optim/adamw.h>
 
+#include <array>
+
 #include "config/config.h"
 #include "data/corpus.h"
 #include "train/evaluate.h"
@@ -77,6 +79,9 @@ struct StepResult {
   double grad_norm = 0;
   bool stepped = false;
   int64_t tokens = 0;  // target tokens of the (global) batch
+  // Wall time of the step's phases (lmx bench --breakdown): forward + loss, backward (with the
+  // data-parallel all-reduce), clipping, AdamW.
+  std::array<double, 4> phase_ms{};
 };
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss = false,
