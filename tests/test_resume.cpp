@@ -2,11 +2,8 @@
 // bit for bit, atomic results and output checks, the memory guard and NaN faults. Sweep and
 // ablation resume: test_sweep_resume.cpp.
 #include <catch2/catch.hpp>
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>

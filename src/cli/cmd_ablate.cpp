@@ -98,8 +98,11 @@ void add_ablate_command(CLI::App& app, Globals& g) {
       std::vector<GridPoint> points;
       Config current = from;
       points.push_back({"0 " + from.name, {}, current});
-      const int vocab = data::load_corpus(from.data).vocab.size();
-      const int64_t start_params = params_of(from.model, vocab);
+      // The dataset's vocabulary sizes the parameter counts; needed only for re-matching d_ff.
+      const int vocab = a->no_match              ? 0
+                        : from.model.vocab_size > 0 ? from.model.vocab_size
+                                                    : data::load_corpus(from.data).vocab.size();
+      const int64_t start_params = a->no_match ? 0 : params_of(from.model, vocab);
       std::vector<std::string> names;
       for (const auto& n : parse_list(a->order)) {
         auto it = std::find_if(known_changes().begin(), known_changes().end(), [&](const Change& c) { return c.name == n; });
@@ -120,8 +123,7 @@ void add_ablate_command(CLI::App& app, Globals& g) {
         validate(current);
         // Keep the parameter count about equal: a change that moves it by more than the
         // tolerance (GQA drops K/V weights, no biases drops biases) widens or narrows the FFN.
-        const int64_t p = params_of(current.model, vocab);
-        if (!a->no_match && std::llabs(p - start_params) > a->tolerance * start_params) {
+        if (!a->no_match && std::llabs(params_of(current.model, vocab) - start_params) > a->tolerance * start_params) {
           const int f = match_d_ff(current.model, vocab, start_params);
           current.model.d_ff = f;
           moved.push_back(fmt::format("d_ff={}", f));

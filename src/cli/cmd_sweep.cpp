@@ -17,6 +17,18 @@ namespace fs = std::filesystem;
 
 namespace lmx::cli {
 
+namespace {
+
+// summary.csv (seed rows + aggregates) and summary.md in out; the Markdown also to stdout.
+void write_summary(const std::string& out, const Table& seeds) {
+  write_file_atomic((std::filesystem::path(out) / "summary.csv").string(), with_aggregates(seeds).csv());
+  const std::string md = summary_markdown(seeds);
+  write_file_atomic((std::filesystem::path(out) / "summary.md").string(), md);
+  std::cout << md;
+}
+
+}  // namespace
+
 void add_sweep_command(CLI::App& app, Globals& g) {
   struct Args {
     std::string spec, seeds;
@@ -55,10 +67,7 @@ void add_sweep_command(CLI::App& app, Globals& g) {
         std::string sources;
         for (const auto& d : a->merge) sources += d + "\n";
         write_file_atomic((fs::path(out) / "shards.txt").string(), sources);
-        write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(seeds).csv());
-        const std::string md = summary_markdown(seeds);
-        write_file_atomic((fs::path(out) / "summary.md").string(), md);
-        std::cout << md;
+        write_summary(out, seeds);
         log::info("sweep", "{} shards merged into {}", a->merge.size(), out);
         return 0;
       }
@@ -79,12 +88,7 @@ void add_sweep_command(CLI::App& app, Globals& g) {
       so.shards = shards;
       SweepResult r = run_sweep(points, spec.seeds, so);
       if (resume) log::info("sweep", "resume: {} finished run(s) kept, {} continued", r.skipped, r.resumed);
-      if (!r.seeds.header.empty()) {
-        write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(r.seeds).csv());
-        const std::string md = summary_markdown(r.seeds);
-        write_file_atomic((fs::path(out) / "summary.md").string(), md);
-        std::cout << md;
-      }
+      if (!r.seeds.header.empty()) write_summary(out, r.seeds);
       log::info("sweep", "results in {}", out);
       if (r.interrupted) {
         log::warn("sweep", "interrupted: continue with  lmx sweep {} --resume {}", a->spec, out);

@@ -165,7 +165,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
         const fs::path run_dir = fs::path(out) / fmt::format("seed{}", seed);
         const std::string result_csv = (run_dir / "result.csv").string();
         RunOptions ro{seed, run_dir.string(), tty};
-        ro.check_memory = !ta->no_memory_check;
+        ro.check_memory = false;  // checked above, once for all seeds
         // Fault injection for tests: LMX_FAULT_NAN_STEP=N poisons the loss at step N of every seed.
         if (const char* nan_step = std::getenv("LMX_FAULT_NAN_STEP")) ro.inject_nan_at_step = std::atoll(nan_step);
         if (resume) {

@@ -94,7 +94,6 @@ void prepare_out_dir(const std::string& dir) {
 }
 
 std::string sweep_out_dir(const std::string& resume, const std::string& out, const std::string& default_name) {
-  namespace fs = std::filesystem;
   if (resume.empty()) {
     const std::string dir = out.empty() ? default_out_dir(default_name) : out;
     prepare_out_dir(dir);

@@ -168,7 +168,6 @@ Group::Group() : impl_(std::make_unique<Impl>()) {}
 Group::~Group() = default;
 int Group::rank() const { return impl_->rank; }
 int Group::world() const { return impl_->world; }
-std::chrono::milliseconds Group::timeout() const { return impl_->timeout; }
 double Group::collective_seconds() const { return impl_->collective_seconds; }
 int64_t Group::collectives() const { return impl_->collectives; }
 
@@ -297,26 +296,16 @@ std::string Group::broadcast_string(const std::string& key, const std::string& v
   }
 }
 
-void Group::barrier(const std::string& what) {
-  try {
-    impl_->pg->barrier()->wait();
-  } catch (const std::exception& e) {
-    fail(what, e);
-  }
-}
-
 #else  // !LMX_WITH_GLOO
 
 struct Group::Impl {
   int rank = 0, world = 1;
-  std::chrono::milliseconds timeout{0};
 };
 
 Group::Group() : impl_(std::make_unique<Impl>()) {}
 Group::~Group() = default;
 int Group::rank() const { return impl_->rank; }
 int Group::world() const { return impl_->world; }
-std::chrono::milliseconds Group::timeout() const { return impl_->timeout; }
 double Group::collective_seconds() const { return 0; }
 int64_t Group::collectives() const { return 0; }
 
@@ -343,13 +332,10 @@ void Group::broadcast(const std::vector<torch::Tensor>&, const std::string& what
 std::string Group::broadcast_string(const std::string& key, const std::string&) {
   fail(key, std::runtime_error("no Gloo"));
 }
-void Group::barrier(const std::string& what) { fail(what, std::runtime_error("no Gloo")); }
 
 #endif  // LMX_WITH_GLOO
 
 Group* current() { return current_ptr().get(); }
-
-void set_current(std::unique_ptr<Group> group) { current_ptr() = std::move(group); }
 
 Group* init_from_env() {
   if (current()) return current();
@@ -358,34 +344,34 @@ Group* init_from_env() {
   const auto timeout = timeout_from_env();
   log::info("dist", "rank {} of {} (local rank {}, {}): rendezvous at {}:{}", env.rank, env.world, env.local_rank,
             env.launcher == "slurm" ? "srun" : "RANK/WORLD_SIZE", env.master_addr, env.master_port);
-  set_current(Group::connect(env, timeout));
+  current_ptr() = Group::connect(env, timeout);
   return current();
 }
 
-void shutdown(bool clean) {
-  if (clean) current_ptr().reset();
-  else (void)current_ptr().release();
-}
+void shutdown() { current_ptr().reset(); }
 
 void fault_point() {
+  struct Fault {
+    std::string mode;  // "die" or "hang"; empty: no fault
+    int rank = -1;
+    long long step = -1;
+  };
+  static const Fault fault = [] {
+    Fault f;
+    const char* v = std::getenv("LMX_FAULT");
+    char mode[8] = {0};
+    if (v && std::sscanf(v, "%7[a-z]:%d:%lld", mode, &f.rank, &f.step) == 3) f.mode = mode;
+    return f;
+  }();
   static int64_t calls = 0;
   const int64_t step = calls++;
-  static const std::string spec = [] {
-    const char* v = std::getenv("LMX_FAULT");
-    return std::string(v ? v : "");
-  }();
-  if (spec.empty()) return;
-  char mode[8] = {0};
-  int r = -1;
-  long long s = -1;
-  if (std::sscanf(spec.c_str(), "%7[a-z]:%d:%lld", mode, &r, &s) != 3) return;
-  if (r != rank() || s != step) return;
-  if (std::string(mode) == "die") {
-    fmt::print(stderr, "lmx: LMX_FAULT: rank {} exits at step {}\n", r, s);
+  if (fault.mode.empty() || fault.rank != rank() || fault.step != step) return;
+  if (fault.mode == "die") {
+    fmt::print(stderr, "lmx: LMX_FAULT: rank {} exits at step {}\n", fault.rank, fault.step);
     _exit(9);
   }
-  if (std::string(mode) == "hang") {
-    fmt::print(stderr, "lmx: LMX_FAULT: rank {} hangs at step {}\n", r, s);
+  if (fault.mode == "hang") {
+    fmt::print(stderr, "lmx: LMX_FAULT: rank {} hangs at step {}\n", fault.rank, fault.step);
     raise(SIGSTOP);
   }
 }

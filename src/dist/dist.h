@@ -51,7 +51,6 @@ class Group {
   ~Group();
   int rank() const;
   int world() const;
-  std::chrono::milliseconds timeout() const;
 
   // In-place sum over ranks. Tensors are packed into flat buckets of at most bucket_bytes
   // (one all-reduce each, all in flight together) and unpacked again; undefined ones skipped.
@@ -63,7 +62,6 @@ class Group {
   void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what);
   // Rank 0's string (set under `key` in the store) on every rank.
   std::string broadcast_string(const std::string& key, const std::string& value);
-  void barrier(const std::string& what);
   // Seconds spent in all-reduces (waiting included) and their count, since connect.
   double collective_seconds() const;
   int64_t collectives() const;
@@ -77,12 +75,11 @@ class Group {
 
 // The process-wide group of a data-parallel `lmx train` (null: one process).
 Group* current();
-void set_current(std::unique_ptr<Group> group);
 // Connects (once) when the environment describes more than one process; returns current().
 Group* init_from_env();
-// Drops the group; with `clean` false (after a failure) it is leaked instead of destroyed,
-// so that no exit waits on a dead peer.
-void shutdown(bool clean = true);
+// Drops the group (after a clean run; a failed one exits with the group leaked, so that no
+// exit waits on a dead peer).
+void shutdown();
 
 inline int rank() { return current() ? current()->rank() : 0; }
 inline int world() { return current() ? current()->world() : 1; }

@@ -13,9 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <initializer_list>
 #include <map>
+#include <string_view>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "train/summary.h"
 #include "util/error.h"
@@ -59,6 +60,15 @@ std::string slug(const std::string& name) {
   for (char c : name)
     out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '=' || c == '_') ? c : '_';
   return out;
+}
+
+// True when the table has rows, a status column, and every row's status is one of `allowed`.
+bool all_status(const Table& t, std::initializer_list<std::string_view> allowed) {
+  const int st = t.header.empty() ? -1 : column(t, "status");
+  if (st < 0 || t.rows.empty()) return false;
+  return std::all_of(t.rows.begin(), t.rows.end(), [&](const std::vector<std::string>& row) {
+    return st < static_cast<int>(row.size()) && std::find(allowed.begin(), allowed.end(), row[st]) != allowed.end();
+  });
 }
 
 std::string read_text(const fs::path& path) {
@@ -180,15 +190,10 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
   for (size_t i = 0; i < points.size(); ++i) {
     const std::string cfg_path = (out / "configs" / fmt::format("{:03d}-{}.yaml", i, slug(points[i].name))).string();
     const std::string cfg_text = "# grid point: " + points[i].name + "\n" + to_yaml(points[i].config);
-    if (opt.resume && fs::exists(cfg_path)) {
-      std::ifstream in(cfg_path, std::ios::binary);
-      std::stringstream old;
-      old << in.rdbuf();
-      if (old.str() != cfg_text)
-        throw InputError(fmt::format("{}: the spec's grid point {} differs from the one of the sweep to resume", cfg_path,
-                                     points[i].name),
-                         "resume with the same spec, --set and --seeds (or start a new sweep with another --out)");
-    }
+    if (opt.resume && fs::exists(cfg_path) && read_text(cfg_path) != cfg_text)
+      throw InputError(fmt::format("{}: the spec's grid point {} differs from the one of the sweep to resume", cfg_path,
+                                   points[i].name),
+                       "resume with the same spec, --set and --seeds (or start a new sweep with another --out)");
     write_file_atomic(cfg_path, cfg_text);
     for (uint64_t seed : seeds) {
       const int64_t k = index++;
@@ -228,11 +233,7 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
     } catch (const InputError&) {
       return false;
     }
-    const int st = column(rows, "status");
-    if (rows.rows.empty() || st < 0) return false;
-    for (const auto& row : rows.rows)
-      if (st >= static_cast<int>(row.size()) || (row[st] != "ok" && row[st] != "diverged")) return false;
-    return true;
+    return all_status(rows, {"ok", "diverged"});
   };
   std::vector<Table> collected(runs.size());  // per run, joined in run order at the end
   auto collect = [&runs, &collected](const Run& r, Table t) {
@@ -264,7 +265,7 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
           fs::remove_all(r.dir, ec);  // never got going: start it afresh
         }
       }
-      if (args.back() == "train") args.insert(args.end(), {r.config, "--seeds", std::to_string(r.seed), "--out", r.dir});
+      if (!append_log) args.insert(args.end(), {r.config, "--seeds", std::to_string(r.seed), "--out", r.dir});
       running[spawn_self(args, r.log, append_log)] = next;
       log::debug("sweep", "started {} seed {}{}", r.name, r.seed, append_log ? " (resume)" : "");
       ++next;
@@ -293,10 +294,7 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
       }
     }
     // A run whose every seed diverged exits 1 but is a result (status diverged), not a failure.
-    const Table& got = collected[i];
-    const int st = got.header.empty() ? -1 : column(got, "status");
-    const bool diverged = status[i] == 1 && st >= 0 && !got.rows.empty() &&
-                          std::all_of(got.rows.begin(), got.rows.end(), [&](const auto& row) { return row[st] == "diverged"; });
+    const bool diverged = status[i] == 1 && all_status(collected[i], {"diverged"});
     if (status[i] == 130) res.interrupted = true;
     else if (status[i] != 0 && !diverged) ++res.failed;
     log::info("sweep", "[{}/{}] {} seed {}: {}", done, runs.size(), r.name, r.seed,

@@ -31,6 +31,8 @@ bool fusable(const torch::Tensor& t) {
 
 }  // namespace
 
+std::string adamw_state_key(const torch::Tensor& param) { return c10::guts::to_string(param.unsafeGetTensorImpl()); }
+
 torch::Tensor FusedAdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
   torch::Tensor loss;
@@ -43,7 +45,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     for (auto& p : group.params()) {
       const auto& grad = p.grad();
       if (!grad.defined()) continue;
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());  // AdamW's state key
+      const std::string key = adamw_state_key(p);
       if (o.amsgrad() || !fusable(p) || !fusable(grad)) {
         // LibTorch's update for this parameter alone: a one-parameter AdamW over the same state.
         torch::optim::AdamW one({p}, o);

@@ -11,9 +11,13 @@
 #pragma once
 #include <torch/optim/adamw.h>
 
+#include <string>
 #include <vector>
 
 namespace lmx {
+
+// The key of a parameter's entry in a LibTorch optimizer's state() (its TensorImpl address).
+std::string adamw_state_key(const torch::Tensor& param);
 
 class FusedAdamW : public torch::optim::AdamW {
  public:

@@ -8,13 +8,13 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "train/optimizer.h"
 #include "util/error.h"
 
 namespace lmx {
 
 namespace {
 
-std::string state_key(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
 
 at::Generator default_cpu_generator() { return at::detail::getDefaultCPUGenerator(); }
 
@@ -34,7 +34,7 @@ NamedTensors optimizer_tensors(ModernLMImpl& model, torch::optim::AdamW& optimiz
   NamedTensors out;
   auto& state = optimizer.state();
   for (const auto& p : model.named_parameters()) {
-    auto it = state.find(state_key(p.value()));
+    auto it = state.find(adamw_state_key(p.value()));
     if (it == state.end()) continue;
     auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
     out.push_back({"optim." + p.key() + ".exp_avg", s.exp_avg()});
@@ -68,7 +68,7 @@ void restore_optimizer(ModernLMImpl& model, torch::optim::AdamW& optimizer, cons
     s->step(step->item<int64_t>());
     s->exp_avg(avg->clone().to(p.value().device()));
     s->exp_avg_sq(sq->clone().to(p.value().device()));
-    state[state_key(p.value())] = std::move(s);
+    state[adamw_state_key(p.value())] = std::move(s);
   }
   if (const torch::Tensor* rng = find(ckpt, "state.torch_rng")) {
     try {
