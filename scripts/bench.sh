@@ -21,7 +21,8 @@ while (($#)); do
     *) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ -x "$lmx" ]] || "$root/scripts/bootstrap.sh"
+# Build (or rebuild after source changes) through the launcher, unless LMX names a binary.
+[[ -n "${LMX:-}" ]] || "$root/lmx" --version > /dev/null
 [[ -f "$peer" ]] || { echo "bench.sh: peer script $peer not found (set PEER)" >&2; exit 2; }
 out="${out:-$(mktemp -d /tmp/lmx-bench.XXXXXX)}"
 mkdir -p "$out"
@@ -33,7 +34,7 @@ done
 for recipe in $recipes; do
   cfg="$root/configs/$recipe.yaml"
   # The peer's d_ff must be the one lmx resolves (llama: d_ff auto).
-  dff=$("$lmx" -q params "$cfg" --set model.vocab_size=64 | grep -o 'd_ff [0-9]*' | head -1 | cut -d' ' -f2)
+  dff=$("$lmx" -q params "$cfg" --set model.vocab_size=64 | grep -o 'd_ff [0-9]*' | head -1 | cut -d' ' -f2 || true)
   for n in $threads_list; do
     "$lmx" -q --threads "$n" bench "$cfg" --batch 32 --seq-len 64 --vocab 64 --steps "$steps" --warmup "$warmup" \
       --decode-len 512 --csv "$out/lmx_${recipe}_$n.csv" >/dev/null

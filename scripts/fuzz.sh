@@ -11,12 +11,12 @@ target="${1:-config}"
 seconds="${2:-60}"
 build="${LMX_BUILD:-$root/build}"
 out="$root/build-fuzz"
-mkdir -p "$out/corpus-$target"
 case "$target" in
   config) define=0 ;;
   spec) define=1 ;;
   *) echo "usage: scripts/fuzz.sh [config|spec] [SECONDS]" >&2; exit 2 ;;
 esac
+mkdir -p "$out/corpus-$target"
 [[ -f "$build/liblmxcore.a" ]] || { echo "fuzz.sh: $build/liblmxcore.a missing: build first (scripts/bootstrap.sh)" >&2; exit 2; }
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang)" >&2; exit 2; }
 bin="$out/fuzz-$target"

@@ -15,21 +15,15 @@ probe mla mla
 train=(-q --threads 1 train "$ROOT/configs/textbook.yaml" --seeds 0 --out "$RUNS/mha")
 ((QUICK)) && train+=(--set train.steps=30 --set train.eval_every=0 "${TINY[@]}")
 "$LMX" "${train[@]}" > /dev/null
-# One lmx uptrain per KV-head count, side by side (each converts, continues and trains its
+# One lmx uptrain per KV-head count, side by side with --jobs > 1 (each converts, continues and trains its
 # from-scratch model one run at a time); their tables are then merged (one source row).
-pids=()
 for kv in 2 1; do
   uptrain=(-q --threads 1 uptrain "$RUNS/mha/seed0/model.safetensors" --kv-heads "$kv" --init mean,first,random
            --out "$RUNS/uptrain-kv$kv")
   ((QUICK)) && uptrain+=(--steps 3,6)
-  if ((JOBS > 1)); then
-    "$LMX" "${uptrain[@]}" > /dev/null &
-    pids+=($!)
-  else
-    "$LMX" "${uptrain[@]}" > /dev/null
-  fi
+  in_parallel "$LMX" "${uptrain[@]}" > /dev/null
 done
-for pid in "${pids[@]}"; do wait "$pid"; done
+wait_all
 { cat "$RUNS/uptrain-kv2/uptrain.csv"; tail -n +3 "$RUNS/uptrain-kv1/uptrain.csv"; } > "$R/uptrain.csv"
 csv_md "$R/uptrain.csv" > "$R/uptrain.md"
 

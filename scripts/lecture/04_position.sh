@@ -20,18 +20,16 @@ set logscale x
 plot '$R/rope_decay.csv' every ::1 using (\$1 > 0 ? \$1 : 0.5):2 with linespoints lw 2 title 'RoPE score'
 EOP
 
-# Length extrapolation: one lmx process per seed, side by side.
+# Length extrapolation: one lmx process per seed, side by side with --jobs > 1.
 steps=600 test_len=512 seeds="0 1"
 ((QUICK)) && steps=20 test_len=128 seeds="0"
-pids=()
 for seed in $seeds; do
   args=(-q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" --train-len 64 --test-len "$test_len"
         --steps "$steps" --seeds "$seed" "${TINY[@]}")
   ((QUICK)) && args+=(--set train.eval_every=0)
-  "$LMX" "${args[@]}" --out "$RUNS/extrapolate-s$seed" > /dev/null &
-  pids+=($!)
+  in_parallel "$LMX" "${args[@]}" --out "$RUNS/extrapolate-s$seed" > /dev/null
 done
-for pid in "${pids[@]}"; do wait "$pid"; done
+wait_all
 first=1
 for seed in $seeds; do
   if ((first)); then cat "$RUNS/extrapolate-s$seed/by_position.csv"; else tail -n +2 "$RUNS/extrapolate-s$seed/by_position.csv"; fi

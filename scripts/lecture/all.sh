@@ -8,7 +8,12 @@ SECONDS=0
 for s in 01_ffn 02_norm 03_attention 04_position 05_recipe; do
   "$here/$s.sh" "$@"
 done
-quick=0
-for a in "$@"; do [[ "$a" == --quick ]] && quick=1; done
-((quick)) || "$here/report.sh"
+# The report reads the tables where the sections wrote them (--out DIR, default results/).
+quick=0 prev="" res=()
+for a in "$@"; do
+  [[ "$a" == --quick ]] && quick=1
+  [[ "$prev" == --out ]] && res=(--results "$a")
+  prev="$a"
+done
+((quick)) || "$here/report.sh" "${res[@]}"
 echo "== all sections done in ${SECONDS}s" >&2

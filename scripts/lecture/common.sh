@@ -24,7 +24,7 @@ lecture_init() {
       --jobs) JOBS="$2"; shift ;;
       --out) out="$2"; shift ;;
       -h | --help)
-        sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'
         exit 0 ;;
       *) echo "$(basename "$0"): unknown option '$1' (valid: --quick, --jobs N, --out DIR)" >&2; exit 2 ;;
     esac
@@ -70,6 +70,24 @@ lecture_done() {
     echo "commit: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet HEAD -- . ':!results' ':!docs/RESULTS.md' 2>/dev/null || echo +dirty)"
   } > "$R/wall_time.txt"
   echo "== $SECTION done in ${SECONDS}s" >&2
+}
+
+# in_parallel CMD...: runs CMD in the background when --jobs > 1 (else now); wait_all waits
+# for every background command and fails if any failed (after all have ended).
+PIDS=()
+in_parallel() {
+  if ((JOBS > 1)); then
+    "$@" &
+    PIDS+=($!)
+  else
+    "$@"
+  fi
+}
+wait_all() {
+  local pid rc=0
+  for pid in "${PIDS[@]}"; do wait "$pid" || rc=1; done
+  PIDS=()
+  return $rc
 }
 
 # probe NAME FILE_STEM [options...]: Markdown to FILE_STEM.md, CSV to FILE_STEM.csv (+ extra tables).
