@@ -30,11 +30,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 void spit(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -160,7 +155,7 @@ std::vector<std::string> config_texts() {
   std::vector<std::string> texts;
   for (const char* dir : {"configs", "configs/models", "experiments"})
     for (const auto& e : fs::directory_iterator(lmx::test::source_path(dir)))
-      if (e.path().extension() == ".yaml") texts.push_back(slurp(e.path().string()));
+      if (e.path().extension() == ".yaml") texts.push_back(lmx::test::read_file(e.path().string()));
   return texts;
 }
 
@@ -209,7 +204,7 @@ TEST_CASE("fuzz: mutated experiment specs load and expand or give an lmx error",
   fs::create_directories(dir.path / "experiments");
   std::vector<std::string> seeds;
   for (const auto& e : fs::directory_iterator(lmx::test::source_path("experiments")))
-    if (e.path().extension() == ".yaml") seeds.push_back(slurp(e.path().string()));
+    if (e.path().extension() == ".yaml") seeds.push_back(lmx::test::read_file(e.path().string()));
   seeds.push_back(
       "base: ../configs/textbook.yaml\nseeds: [0, 1]\nset: {train.steps: 6}\n"
       "grid:\n  train.lr: [0.001, 0.003]\n  model.ffn: [relu, swiglu]\nquick: {train.steps: 2}\n");
@@ -253,7 +248,7 @@ TEST_CASE("fuzz: corrupt and truncated checkpoints give an lmx error, never a cr
   meta["seed"] = "0";
   const std::string good_path = dir.file("good.safetensors");
   save_checkpoint(good_path, model, cfg, optimizer_tensors(*model, *optimizer), meta);
-  const std::string good = slurp(good_path);
+  const std::string good = lmx::test::read_file(good_path);
   uint64_t header_len = 0;
   std::memcpy(&header_len, good.data(), 8);
   const std::string good_yaml = to_yaml(read_checkpoint(good_path).config);

@@ -16,11 +16,6 @@ using lmx::test::TempDir;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Reading must throw an InputError naming the file and containing `fragment`.
 void expect_corrupt(const std::string& path, const std::string& fragment) {
   try {
@@ -77,7 +72,7 @@ TEST_CASE("safetensors round trip: dtypes, shapes, order, metadata", "[model][sa
     CHECK(torch::equal(file.tensors[i].second, tensors[i].second));
   }
   CHECK(file.metadata.at("k") == "v: with \"quotes\"\nand a newline");
-  const std::string bytes = slurp(path);
+  const std::string bytes = lmx::test::read_file(path);
   uint64_t n;
   std::memcpy(&n, bytes.data(), 8);
   CHECK(n % 8 == 0);  // data aligned to 8 bytes
@@ -88,7 +83,7 @@ TEST_CASE("corrupt and truncated safetensors files are InputErrors that say what
   TempDir dir;
   auto good = dir.file("good.safetensors");
   write_safetensors(good, {{"w", torch::randn({4, 4})}}, {{"a", "b"}});
-  const std::string bytes = slurp(good);
+  const std::string bytes = lmx::test::read_file(good);
   expect_corrupt(dir.write("short.safetensors", bytes.substr(0, 5)), "shorter than the 8-byte header length");
   expect_corrupt(dir.write("cut.safetensors", bytes.substr(0, bytes.size() - 10)), "outside");
   expect_corrupt(dir.write("cuthead.safetensors", bytes.substr(0, 30)), "runs past the end");

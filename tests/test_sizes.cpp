@@ -24,13 +24,6 @@ ModelConfig preset(const std::string& name, const std::vector<std::string>& sets
   return load_config(source_path("configs/models/" + name + ".yaml"), sets).model;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 TEST_CASE("parameter counts of the published models", "[sizes]") {
@@ -212,7 +205,7 @@ TEST_CASE("lmx params and lmx kvcache", "[sizes][cli]") {
     CHECK(r.output.find("6,738,415,616") != std::string::npos);
     CHECK(r.output.find("68,976,648,192") != std::string::npos);
     CHECK(r.output.find("| FFN") != std::string::npos);
-    std::string csv = read_text(dir.file("p.csv"));
+    std::string csv = lmx::test::read_file(dir.file("p.csv"));
     CHECK(csv.find("config,component,per_layer,layers,count\n") == 0);
     CHECK(csv.find("llama2-7b,total,202383360,32,6738415616\n") != std::string::npos);
     CHECK(csv.find("llama2-70b,token embeddings,,,262144000\n") != std::string::npos);
@@ -224,7 +217,7 @@ TEST_CASE("lmx params and lmx kvcache", "[sizes][cli]") {
     REQUIRE(r.code == 0);
     CHECK(r.output.find("1,048,576") != std::string::npos);  // Llama 2 7B fp32 bytes per token
     CHECK(r.output.find("8.00 GiB") != std::string::npos);   // × 4096 × 2
-    std::string csv = read_text(dir.file("k.csv"));
+    std::string csv = lmx::test::read_file(dir.file("k.csv"));
     CHECK(csv.find("llama2-7b,MHA,8192,32,262144,fp32,1048576,4096,2,8589934592\n") != std::string::npos);
     CHECK(csv.find("deepseek-v2,MLA,576,60,34560,fp32,138240,4096,2,1132462080\n") != std::string::npos);
   }
@@ -244,7 +237,7 @@ TEST_CASE("lmx params and lmx kvcache", "[sizes][cli]") {
     REQUIRE(vocab > 0);
     cfg.model.vocab_size = vocab;
     CHECK(r.output.find(fmt::format("vocab {} (from the dataset)", vocab)) != std::string::npos);
-    CHECK(read_text(dir.file("t.csv")).find(fmt::format("textbook,total,49984,2,{}\n", count_params(cfg.model).total())) !=
+    CHECK(lmx::test::read_file(dir.file("t.csv")).find(fmt::format("textbook,total,49984,2,{}\n", count_params(cfg.model).total())) !=
           std::string::npos);
     CHECK(r.output.find("at T = 64") != std::string::npos);
   }

@@ -15,6 +15,7 @@
 
 #include "cli/app.h"
 #include "dist/dist.h"
+#include "experiments/sweep.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/signals.h"
@@ -47,12 +48,6 @@ std::string describe(int wstatus) {
   return "unknown status";
 }
 
-int exit_code(int wstatus) {
-  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
-  if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
-  return 1;
-}
-
 }  // namespace
 
 void add_launch_command(CLI::App& app, Globals& g) {
@@ -79,7 +74,7 @@ void add_launch_command(CLI::App& app, Globals& g) {
                          "run lmx train directly under the other launcher, or unset RANK and WORLD_SIZE");
       const int port = a->master_port > 0 ? a->master_port : free_port();
       // The global options reach every worker.
-      std::vector<std::string> args{"lmx"};
+      std::vector<std::string> args;
       if (g.threads > 0) args.insert(args.end(), {"--threads", std::to_string(g.threads)});
       if (g.device_given) args.insert(args.end(), {"--device", g.device});
       if (g.seed >= 0) args.insert(args.end(), {"--seed", std::to_string(g.seed)});
@@ -87,30 +82,15 @@ void add_launch_command(CLI::App& app, Globals& g) {
       for (int i = 0; i < g.verbose; ++i) args.push_back("-v");
       if (g.quiet) args.push_back("-q");
       args.insert(args.end(), a->command.begin(), a->command.end());
-      std::vector<char*> argv;
-      for (auto& s : args) argv.push_back(s.data());
-      argv.push_back(nullptr);
 
       log::info("launch", "{} workers, rendezvous at 127.0.0.1:{}", a->nproc, port);
       signals::install();
       std::vector<pid_t> pids(a->nproc, -1);
       for (int r = 0; r < a->nproc; ++r) {
-        const pid_t pid = fork();
-        if (pid < 0) throw RuntimeError("lmx launch: fork failed");
-        if (pid == 0) {
-          setpgid(0, 0);  // the launcher forwards Ctrl-C once (util/signals)
-          setenv("RANK", std::to_string(r).c_str(), 1);
-          setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-          setenv("WORLD_SIZE", std::to_string(a->nproc).c_str(), 1);
-          setenv("LOCAL_WORLD_SIZE", std::to_string(a->nproc).c_str(), 1);
-          setenv("MASTER_ADDR", "127.0.0.1", 1);
-          setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-          execv("/proc/self/exe", argv.data());
-          fmt::print(stderr, "lmx launch: cannot execute /proc/self/exe: {}\n", strerror(errno));
-          _exit(127);
-        }
-        pids[r] = pid;
-        signals::add_child(pid);
+        const std::string rank = std::to_string(r), n = std::to_string(a->nproc);
+        pids[r] = spawn_self(args, "", false,
+                             {"RANK=" + rank, "LOCAL_RANK=" + rank, "WORLD_SIZE=" + n, "LOCAL_WORLD_SIZE=" + n,
+                              "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)});
       }
       // Wait for all. After the first failure the others get the rendezvous timeout (plus a
       // margin) to fail on their own with their message, then they are terminated.

@@ -30,27 +30,48 @@ namespace fs = std::filesystem;
 
 namespace lmx {
 
-int spawn_self(const std::vector<std::string>& args, const std::string& log_path, bool append) {
+int spawn_self(const std::vector<std::string>& args, const std::string& log_path, bool append,
+               const std::vector<std::string>& env) {
   std::vector<std::string> argv_s = {fs::read_symlink("/proc/self/exe").string()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // This environment, with env's keys replaced; built here, not between fork and exec.
+  std::vector<std::string> env_s = env;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const std::string key = entry.substr(0, entry.find('=') + 1);
+    if (std::none_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(key, 0) == 0; }))
+      env_s.push_back(entry);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  if (!log_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
+                                     O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  if (rc == 0) signals::add_child(pid);
   if (rc != 0) throw RuntimeError(fmt::format("cannot start {}: {}", argv_s[0], std::strerror(rc)));
+  signals::add_child(pid);
   return pid;
+}
+
+int exit_code(int wstatus) {
+  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+  return 1;
 }
 
 namespace {
@@ -283,7 +304,7 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
     const size_t i = it->second;
     running.erase(it);
     ++done;
-    status[i] = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    status[i] = exit_code(wstatus);
     const Run& r = runs[i];
     const std::string summary = (fs::path(r.dir) / "summary.csv").string();
     if (fs::exists(summary)) {

@@ -46,8 +46,13 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
                       const SweepOptions& opt);
 
 // Spawns this binary with args in its own process group (a terminal's Ctrl-C reaches only
-// the parent, which forwards it once: see util/signals); stdout and stderr go to log_path
-// (appended when append). Returns the child's pid.
-int spawn_self(const std::vector<std::string>& args, const std::string& log_path, bool append = false);
+// the parent, which forwards it once: see util/signals) and registers it with util/signals.
+// stdout and stderr go to log_path (appended when append; empty: inherited); env adds or
+// replaces "KEY=VALUE" entries of this process's environment. Returns the child's pid.
+int spawn_self(const std::vector<std::string>& args, const std::string& log_path, bool append = false,
+               const std::vector<std::string>& env = {});
+
+// A waitpid status as an exit code: the child's code, or 128 + the signal that ended it.
+int exit_code(int wstatus);
 
 }  // namespace lmx
