@@ -1,5 +1,5 @@
 // Rows and batches: per-document and packed layouts, masking, order, rank slices.
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <torch/torch.h>
 
 #include <set>

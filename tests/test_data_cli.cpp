@@ -1,5 +1,5 @@
 // `lmx data stats` and `lmx data sample` as a user runs them, from outside the sources too.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <array>
 #include <cstdio>

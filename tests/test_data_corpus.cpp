@@ -1,5 +1,5 @@
 // Corpora (garden and text), baselines and the pronoun metric.
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <torch/torch.h>
 
 #include <algorithm>

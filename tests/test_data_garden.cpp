@@ -1,5 +1,5 @@
 // The garden grammar and its one walk: exact probabilities, sampling, the language's edges.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <functional>

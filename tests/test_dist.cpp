@@ -1,6 +1,6 @@
 // Data-parallel training (c10d Gloo over loopback), launcher environments, dead workers,
 // sharded sweeps and their merge.
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <torch/cuda.h>
 
 #include <chrono>

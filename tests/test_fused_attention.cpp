@@ -2,7 +2,7 @@
 // outputs and gradients of the autograd Function for MHA / GQA / MQA, with and without RoPE
 // (both layouts), odd lengths; whole models (logits and every parameter gradient) with the
 // kernels on and off (the fused RMSNorm and SwiGLU included); KV-cached decoding through the kernel ≡ the full forward.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 

@@ -3,7 +3,7 @@
 // truncated or spliced variant of the real files must either load or throw lmx::Error
 // (InputError / RuntimeError); any other exception fails the test, a crash kills it.
 // Seeded and bounded (a few seconds); LMX_FUZZ_SCALE=N runs N times as many inputs.
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <torch/torch.h>
 
 #include <algorithm>

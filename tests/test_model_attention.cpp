@@ -1,6 +1,6 @@
 // Attention: GQA's head mapping, incremental decoding ≡ full forward for every attention ×
 // position combination, MLA absorbed ≡ naive, and the cache sizes.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // Safetensors files and checkpoints: round trips, parameter names, and errors for files
 // that are corrupt, truncated or do not match the model.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <filesystem>
 #include <fstream>

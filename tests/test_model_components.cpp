@@ -1,6 +1,6 @@
 // Components against closed forms and independent transcriptions: activations, norms,
 // RoPE (relative property, norm, layouts, scalings), ALiBi slopes, T5 buckets.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // Golden test: fixed-weight models built in plain PyTorch by scripts/dev/make_fixtures.py
 // (independently of this code) must give the same logits here, within 1e-5.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <filesystem>
 

@@ -1,6 +1,6 @@
 // FusedAdamW and clip_grad_norm (train/optimizer.h) against LibTorch's own AdamW and a naive
 // double-precision norm.
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <torch/torch.h>
 
 #include <cmath>
@@ -48,8 +48,9 @@ void run_both(torch::Dtype dtype, double tol) {
   for (size_t i = 0; i < a.size(); ++i) {
     INFO("parameter " << i);
     CHECK(torch::allclose(a[i], b[i], tol, tol));
-    const auto key_a = c10::guts::to_string(a[i].unsafeGetTensorImpl());
-    const auto key_b = c10::guts::to_string(b[i].unsafeGetTensorImpl());
+    // LibTorch's own AdamW keys its state this way too: at() throws if adamw_state_key differs.
+    const auto key_a = lmx::adamw_state_key(a[i]);
+    const auto key_b = lmx::adamw_state_key(b[i]);
     auto& sa = static_cast<torch::optim::AdamWParamState&>(*fused.state().at(key_a));
     auto& sb = static_cast<torch::optim::AdamWParamState&>(*reference.state().at(key_b));
     CHECK(sa.step() == 6);

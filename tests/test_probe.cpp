@@ -1,6 +1,6 @@
 // lmx probe: every probe runs, and its key numbers match independent references (closed
 // forms, published model sizes, a direct transcription of T5's bucket function).
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <torch/torch.h>
 
 #include <cmath>
@@ -17,7 +17,7 @@
 
 using namespace lmx;
 using namespace lmx::experiments;
-using Catch::Matchers::Contains;
+using Catch::Contains;
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Reliability: interruption (fault-injected and real SIGINT / SIGTERM / SIGKILL), resume
 // bit for bit, atomic results and output checks, the memory guard and NaN faults. Sweep and
 // ablation resume: test_sweep_resume.cpp.
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <signal.h>
 #include <torch/torch.h>
 

@@ -1,5 +1,5 @@
 // Thread defaults and the BLAS kernel note (util/runtime.h).
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <algorithm>
 #include <cstdlib>

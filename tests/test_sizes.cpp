@@ -1,7 +1,7 @@
 // Analytic sizes (model/sizes.h) against published numbers and hand counts, and the
 // `lmx params` / `lmx kvcache` verbs. test_sizes_numel.cpp checks the same counts against
 // the numel() of real models.
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <fmt/format.h>
 
 #include <fstream>

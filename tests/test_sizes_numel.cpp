@@ -1,7 +1,7 @@
 // Analytic parameter counts (model/sizes.h) against real models: for many small configs,
 // build ModernLM and compare count_params with the numel() of its parameters, in total and
 // per component (by parameter name).
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <map>
 #include <set>

@@ -1,6 +1,6 @@
 // Sweep and ablation resume after a real SIGINT: finished runs kept, the interrupted one
 // continued, a changed spec refused.
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <signal.h>
 
 #include <filesystem>

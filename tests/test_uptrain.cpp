@@ -1,5 +1,5 @@
 // MHA -> GQA / MQA conversion (model/convert.h) and `lmx uptrain`.
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <torch/torch.h>
 
 #include <filesystem>

@@ -155,6 +155,16 @@ std::chrono::milliseconds timeout_from_env() {
 
 #if LMX_WITH_GLOO
 
+// TCPStoreOptions::useLibUV (LibTorch >= 2.3, on by default since 2.4) picks the libuv store
+// server, which a LibTorch built without libuv (Debian's) refuses; the classic server is in every
+// build and plenty for lmx's world sizes. USE_LIBUV=1 asks for libuv (as in PyTorch).
+template <class Options>
+auto set_libuv(Options& o, bool on, int) -> decltype(o.useLibUV = on, void()) {
+  o.useLibUV = on;
+}
+template <class Options>
+void set_libuv(Options&, bool, long) {}
+
 struct Group::Impl {
   int rank = 0, world = 1;
   std::chrono::milliseconds timeout{0};
@@ -191,6 +201,8 @@ std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds 
     so.numWorkers = env.agent_store ? c10::nullopt : c10::optional<std::size_t>(env.world);
     so.waitWorkers = !env.agent_store;
     so.timeout = timeout;
+    const char* libuv = std::getenv("USE_LIBUV");
+    set_libuv(so, libuv && std::string(libuv) == "1", 0);
     auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
     g->impl_->store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, tcp);
   } catch (const std::exception& e) {

@@ -1,11 +1,11 @@
 #include "train/optimizer.h"
 
-#include <c10/util/string_utils.h>
 #include <torch/csrc/autograd/generated/variable_factories.h>
 #include <torch/utils.h>
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 namespace lmx {
 
@@ -31,7 +31,25 @@ bool fusable(const torch::Tensor& t) {
 
 }  // namespace
 
-std::string adamw_state_key(const torch::Tensor& param) { return c10::guts::to_string(param.unsafeGetTensorImpl()); }
+namespace {
+
+// The address as LibTorch's own optimizers key it (a template, so that only one branch is built).
+template <class Key>
+Key state_key(const void* impl) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream key;  // c10::guts::to_string(impl)
+    key << impl;
+    return key.str();
+  } else {
+    return const_cast<void*>(impl);
+  }
+}
+
+}  // namespace
+
+OptimizerStateKey adamw_state_key(const torch::Tensor& param) {
+  return state_key<OptimizerStateKey>(param.unsafeGetTensorImpl());
+}
 
 torch::Tensor FusedAdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
@@ -45,7 +63,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     for (auto& p : group.params()) {
       const auto& grad = p.grad();
       if (!grad.defined()) continue;
-      const std::string key = adamw_state_key(p);
+      const auto key = adamw_state_key(p);
       if (o.amsgrad() || !fusable(p) || !fusable(grad)) {
         // LibTorch's update for this parameter alone: a one-parameter AdamW over the same state.
         torch::optim::AdamW one({p}, o);

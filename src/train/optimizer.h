@@ -12,12 +12,18 @@
 #include <torch/optim/adamw.h>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace lmx {
 
+// The key type of a LibTorch optimizer's state(): the TensorImpl address printed as a string up
+// to LibTorch 2.x, the address itself (void*) in later versions.
+using OptimizerStateKey =
+    std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
 // The key of a parameter's entry in a LibTorch optimizer's state() (its TensorImpl address).
-std::string adamw_state_key(const torch::Tensor& param);
+OptimizerStateKey adamw_state_key(const torch::Tensor& param);
 
 class FusedAdamW : public torch::optim::AdamW {
  public:
