@@ -141,9 +141,13 @@ TEST_CASE("rank slices partition each global batch", "[data]") {
         CHECK(part.inputs.size(0) == (r + 1) * 32 / world - r * 32 / world);
         parts.push_back(part.inputs);
         tokens += part.tokens;
+        // Every rank knows the global batch's target count (its loss normaliser).
+        CHECK(part.global_tokens == g.tokens);
       }
       CHECK(torch::equal(torch::cat(parts), g.inputs));
       CHECK(tokens == g.tokens);
+      CHECK(g.global_tokens == g.tokens);
+      CHECK(g.tokens == (g.targets != kIgnore).sum().item<int64_t>());
     }
   }
   CHECK_THROWS_AS(Batcher(rows, 32, 9, kPad, 3, 3), InputError);

@@ -3,6 +3,7 @@
 #include "catch.h"
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "helpers.h"
 #include "util/csv.h"
 #include "util/error.h"
+#include "util/runtime.h"
 
 using namespace lmx;
 using lmx::test::run_lmx;
@@ -66,6 +68,33 @@ void check_close(double a, double b, double rel, const std::string& what) {
 }
 
 }  // namespace
+
+TEST_CASE("the backend: NCCL for cuda where built, else Gloo; refusals name the variable", "[dist]") {
+  const auto built = dist::backends();
+  const auto has = [&](const char* b) { return std::find(built.begin(), built.end(), b) != built.end(); };
+  CHECK(has("gloo"));  // this build (Debian's LibTorch, libgloo-dev)
+  CHECK(dist::choose_backend("cpu", nullptr) == "gloo");
+  CHECK(dist::choose_backend("cpu", "") == "gloo");
+  CHECK(dist::choose_backend("cpu", "gloo") == "gloo");
+  CHECK(dist::choose_backend("cuda", nullptr) == (has("nccl") ? "nccl" : "gloo"));
+  CHECK(dist::choose_backend("cuda", "gloo") == "gloo");
+  CHECK_THROWS_WITH(dist::choose_backend("cpu", "mpi"), Catch::Contains("LMX_DIST_BACKEND=mpi: expected gloo or nccl"));
+  if (has("nccl")) {
+    CHECK(dist::choose_backend("cuda", "nccl") == "nccl");
+    CHECK_THROWS_WITH(dist::choose_backend("cpu", "nccl"), Catch::Contains("needs train.device cuda"));
+  } else {
+    CHECK_THROWS_WITH(dist::choose_backend("cuda", "nccl"), Catch::Contains("built without it (built: gloo)"));
+  }
+  // Each rank's device: the CPU whatever the local rank; cuda is refused without CUDA.
+  CHECK(runtime::make_device("cpu", 3) == torch::Device(torch::kCPU));
+  if (!torch::cuda::is_available()) {
+    CHECK_THROWS_AS(runtime::make_device("cuda", 0), InputError);
+  } else {
+    const auto gpus = static_cast<int>(torch::cuda::device_count());
+    CHECK(runtime::make_device("cuda", gpus + 1).index() == (gpus + 1) % gpus);
+  }
+  CHECK_THROWS_AS(runtime::make_device("tpu", 0), InputError);
+}
 
 TEST_CASE("launcher environments: torchrun, Slurm, none", "[dist]") {
   auto e = dist::read_env(env_of({}));
@@ -180,6 +209,13 @@ TEST_CASE("lmx launch and data-parallel misuse give one-line errors", "[dist]") 
     r = run_lmx("train configs/textbook.yaml --set train.steps=1");
     CHECK(r.code == 2);
     CHECK(r.output.find("MASTER_ADDR is not set") != std::string::npos);
+  }
+  {
+    // Refused before any rendezvous: no worker waits for a peer.
+    ScopedEnv env{{"LMX_DIST_BACKEND", "mpi"}};
+    r = run_lmx("-q launch --nproc 2 -- train configs/textbook.yaml --set train.steps=1");
+    CHECK(r.code != 0);
+    CHECK(r.output.find("LMX_DIST_BACKEND=mpi: expected gloo or nccl") != std::string::npos);
   }
   TempDir dir;
   r = run_lmx("-q --threads 1 launch --nproc 2 -- train configs/textbook.yaml " + kSmall +

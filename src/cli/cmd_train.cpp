@@ -117,8 +117,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
   train->callback([&g, ta] {
     g.run = [&g, ta] {
       // Data-parallel when launched by torchrun / srun / lmx launch (docs/SCALING.md).
-      dist::Group* group = dist::init_from_env();
-      const bool writer = dist::writer();
+      const bool writer = dist::read_env().rank == 0;  // only rank 0 writes (the group connects below)
       if (!writer) log::set_level(log::Level::Warn);
       Config cfg;
       std::vector<uint64_t> seeds;
@@ -139,6 +138,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
         out = g.out.empty() ? default_out_dir(cfg.name) : g.out;
       }
       if (g.device_given) cfg.train.device = g.device;
+      dist::Group* group = dist::init_from_env(cfg.train.device);
       data::Corpus corpus = data::load_corpus(cfg.data);
       const Config resolved = resolve_for_corpus(cfg, corpus);
       if (group && resolved.train.batch_size < group->world())

@@ -27,6 +27,11 @@ void cut(const std::vector<int32_t>& tokens, int seq_len, std::vector<std::vecto
   }
 }
 
+// The targets a row holds at width T.
+int64_t targets_in(const std::vector<int32_t>& row, int64_t T) {
+  return std::max<int64_t>(0, std::min<int64_t>(static_cast<int64_t>(row.size()) - 1, T));
+}
+
 // One batch of the given rows: inputs padded with pad, targets with kIgnore, to width T.
 Batch make_batch(const std::vector<const std::vector<int32_t>*>& rows, int64_t T, int32_t pad) {
   const int64_t B = static_cast<int64_t>(rows.size());
@@ -34,12 +39,13 @@ Batch make_batch(const std::vector<const std::vector<int32_t>*>& rows, int64_t T
   Batch batch;
   for (int64_t b = 0; b < B; ++b) {
     const auto& r = *rows[b];
-    for (int64_t t = 0; t + 1 < static_cast<int64_t>(r.size()) && t < T; ++t) {
+    for (int64_t t = 0; t < targets_in(r, T); ++t) {
       in[b * T + t] = r[t];
       tgt[b * T + t] = r[t + 1];
-      ++batch.tokens;
     }
+    batch.tokens += targets_in(r, T);
   }
+  batch.global_tokens = batch.tokens;
   batch.inputs = torch::tensor(in, torch::kLong).view({B, T});
   batch.targets = torch::tensor(tgt, torch::kLong).view({B, T});
   return batch;
@@ -108,7 +114,10 @@ Batch Batcher::batch(int64_t step) const {
   const int64_t T = width(rows_, global);  // same width on every rank
   std::vector<const std::vector<int32_t>*> mine(global.begin() + rank_ * B / world_,
                                                 global.begin() + (rank_ + 1) * B / world_);
-  return make_batch(mine, T, pad_);
+  Batch batch = make_batch(mine, T, pad_);
+  batch.global_tokens = 0;
+  for (const auto* r : global) batch.global_tokens += targets_in(*r, T);
+  return batch;
 }
 
 std::vector<Batch> eval_batches(const Rows& rows, int batch_size, int32_t pad) {

@@ -17,6 +17,9 @@ struct Batch {
   torch::Tensor inputs;   // (B, T) int64
   torch::Tensor targets;  // (B, T) int64, kIgnore on padding
   int64_t tokens = 0;     // targets that count (not kIgnore)
+  // Targets that count in the whole global batch, every rank's slice together (= tokens in
+  // one process): data-parallel ranks normalise their loss by it without an all-reduce.
+  int64_t global_tokens = 0;
 };
 
 enum class Layout { Doc, Packed };

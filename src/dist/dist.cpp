@@ -3,29 +3,48 @@
 // Debian's libtorch-dev ships the c10d headers; ProcessGroupGloo.hpp is guarded by this
 // macro (the library itself is built with Gloo) and needs libgloo-dev's headers.
 // LMX_WITH_GLOO=0 (CMake -DLMX_WITH_GLOO=OFF, e.g. against a LibTorch without Gloo headers)
-// builds lmx without data-parallel training: Group::connect then refuses with a clear error.
+// builds lmx without the Gloo backend. LMX_WITH_NCCL=1 (CMake turns it on for a CUDA LibTorch
+// whose NCCL headers it finds) adds the NCCL backend for CUDA tensors. Without either,
+// Group::connect refuses with a clear error.
 #ifndef LMX_WITH_GLOO
 #define LMX_WITH_GLOO 1
 #endif
+#ifndef LMX_WITH_NCCL
+#define LMX_WITH_NCCL 0
+#endif
+#define LMX_WITH_C10D (LMX_WITH_GLOO || LMX_WITH_NCCL)
 #if LMX_WITH_GLOO
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO 1
 #endif
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#if LMX_WITH_NCCL
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL 1
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+#if LMX_WITH_C10D
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
 #include "util/error.h"
 #include "util/log.h"
+#include "util/runtime.h"
 
 namespace lmx::dist {
 
@@ -153,7 +172,42 @@ std::chrono::milliseconds timeout_from_env() {
   return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
 }
 
-#if LMX_WITH_GLOO
+std::vector<std::string> backends() {
+  std::vector<std::string> b;
+  if (LMX_WITH_GLOO) b.push_back("gloo");
+  if (LMX_WITH_NCCL) b.push_back("nccl");
+  return b;
+}
+
+std::string choose_backend(const std::string& device, const char* requested) {
+  const auto built = backends();
+  const auto has = [&](const std::string& b) { return std::find(built.begin(), built.end(), b) != built.end(); };
+  if (requested && *requested) {
+    const std::string b = requested;
+    if (b != "gloo" && b != "nccl")
+      throw InputError(fmt::format("LMX_DIST_BACKEND={}: expected gloo or nccl", b));
+    if (!has(b))
+      throw InputError(fmt::format("LMX_DIST_BACKEND={}: this lmx was built without it (built: {})", b,
+                                   built.empty() ? "none" : fmt::format("{}", fmt::join(built, ", "))),
+                       b == "nccl" ? "rebuild against a CUDA LibTorch with NCCL's headers (README)"
+                                   : "install libgloo-dev and rebuild (scripts/bootstrap.sh)");
+    if (b == "nccl" && device != "cuda")
+      throw InputError("LMX_DIST_BACKEND=nccl needs train.device cuda (NCCL reduces GPU tensors only)",
+                       "use --device cuda, or LMX_DIST_BACKEND=gloo");
+    return b;
+  }
+  if (device == "cuda" && has("nccl")) return "nccl";
+  if (has("gloo")) return "gloo";
+  if (has("nccl"))
+    throw InputError("this lmx was built without Gloo, so it trains data-parallel on CUDA only (NCCL)",
+                     "use --device cuda, or install libgloo-dev and rebuild (scripts/bootstrap.sh)");
+  throw InputError("this lmx was built without Gloo or NCCL (LMX_WITH_GLOO=OFF), so it cannot train data-parallel",
+                   "install libgloo-dev and rebuild (scripts/bootstrap.sh), or run one process");
+}
+
+#if LMX_WITH_C10D
+
+namespace {
 
 // TCPStoreOptions::useLibUV (LibTorch >= 2.3, on by default since 2.4) picks the libuv store
 // server, which a LibTorch built without libuv (Debian's) refuses; the classic server is in every
@@ -165,11 +219,54 @@ auto set_libuv(Options& o, bool on, int) -> decltype(o.useLibUV = on, void()) {
 template <class Options>
 void set_libuv(Options&, bool, long) {}
 
+// The base class of c10d's process groups: ProcessGroup in LibTorch 1.x, Backend from 2.0.
+#if LMX_WITH_GLOO
+using AnyGroup = c10d::ProcessGroupGloo;
+#else
+using AnyGroup = c10d::ProcessGroupNCCL;
+#endif
+using Collectives =
+    std::conditional_t<std::is_base_of_v<c10d::Backend, AnyGroup>, c10d::Backend, c10d::ProcessGroup>;
+
+#if LMX_WITH_GLOO
+c10::intrusive_ptr<Collectives> connect_gloo(const c10::intrusive_ptr<c10d::Store>& store, const Env& env,
+                                             std::chrono::milliseconds timeout) {
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifname && *ifname) {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  } else if (env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0) {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  opts->threads = 2;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world, opts);
+}
+#endif
+
+#if LMX_WITH_NCCL
+c10::intrusive_ptr<Collectives> connect_nccl(const c10::intrusive_ptr<c10d::Store>& store, const Env& env,
+                                             std::chrono::milliseconds timeout) {
+  // Blocking wait: a collective that outlives the timeout throws in wait() (our one-line error)
+  // instead of the watchdog aborting the process. The launcher's own setting wins.
+  setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
+  setenv("NCCL_BLOCKING_WAIT", "1", 0);  // its name before LibTorch 2.2
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world, opts);
+}
+#endif
+
+}  // namespace
+
 struct Group::Impl {
-  int rank = 0, world = 1;
+  int rank = 0, world = 1, local_rank = 0;
+  std::string backend;
+  torch::Device device = torch::kCPU;  // where the collectives' scalars live
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  c10::intrusive_ptr<Collectives> pg;
   double collective_seconds = 0;
   int64_t collectives = 0;
 };
@@ -178,6 +275,8 @@ Group::Group() : impl_(std::make_unique<Impl>()) {}
 Group::~Group() = default;
 int Group::rank() const { return impl_->rank; }
 int Group::world() const { return impl_->world; }
+int Group::local_rank() const { return impl_->local_rank; }
+const std::string& Group::backend() const { return impl_->backend; }
 double Group::collective_seconds() const { return impl_->collective_seconds; }
 int64_t Group::collectives() const { return impl_->collectives; }
 
@@ -188,10 +287,14 @@ void Group::fail(const std::string& what, const std::exception& e) const {
       "see the first failing rank's error; the unfinished seed has no final checkpoint or result");
 }
 
-std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds timeout) {
+std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds timeout, const std::string& backend,
+                                      const torch::Device& device) {
   std::unique_ptr<Group> g(new Group());
   g->impl_->rank = env.rank;
   g->impl_->world = env.world;
+  g->impl_->local_rank = env.local_rank;
+  g->impl_->backend = backend;
+  g->impl_->device = backend == "nccl" ? device : torch::Device(torch::kCPU);
   g->impl_->timeout = timeout;
   const std::string where = fmt::format("{}:{}", env.master_addr, env.master_port);
   try {
@@ -212,25 +315,21 @@ std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds 
                                      : "is rank 0 running and MASTER_ADDR reachable from this host?");
   }
   try {
-    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-    if (ifname && *ifname) {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    } else if (env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0) {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    } else {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    }
-    opts->threads = 2;
-    g->impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(g->impl_->store, env.rank, env.world, opts);
+#if LMX_WITH_NCCL
+    if (backend == "nccl") g->impl_->pg = connect_nccl(g->impl_->store, env, timeout);
+#endif
+#if LMX_WITH_GLOO
+    if (backend == "gloo") g->impl_->pg = connect_gloo(g->impl_->store, env, timeout);
+#endif
+    if (!g->impl_->pg) throw std::runtime_error("backend '" + backend + "' is not built in");
   } catch (const std::exception& e) {
-    throw RuntimeError(fmt::format("rank {} of {}: connecting the Gloo process group via {} failed: {}", env.rank,
-                                   env.world, where, error_text(e)),
-                       "set GLOO_SOCKET_IFNAME to the network interface the hosts share");
+    throw RuntimeError(fmt::format("rank {} of {}: connecting the {} process group via {} failed: {}", env.rank,
+                                   env.world, backend, where, error_text(e)),
+                       backend == "gloo" ? "set GLOO_SOCKET_IFNAME to the network interface the hosts share"
+                                         : "NCCL_DEBUG=INFO shows why; LMX_DIST_BACKEND=gloo avoids NCCL");
   }
   return g;
 }
-
 void Group::allreduce_sum(const std::vector<torch::Tensor>& tensors, const std::string& what, int64_t bucket_bytes) {
   // Buckets of same-dtype tensors, in order.
   std::vector<std::vector<torch::Tensor>> buckets;
@@ -273,7 +372,7 @@ void Group::allreduce_sum(const std::vector<torch::Tensor>& tensors, const std::
 }
 
 double Group::sum(double v, const std::string& what) {
-  auto t = torch::full({1}, v, torch::kDouble);
+  auto t = torch::full({1}, v, torch::TensorOptions().dtype(torch::kDouble).device(impl_->device));
   allreduce_sum({t}, what);
   return t.item<double>();
 }
@@ -308,16 +407,19 @@ std::string Group::broadcast_string(const std::string& key, const std::string& v
   }
 }
 
-#else  // !LMX_WITH_GLOO
+#else  // !LMX_WITH_C10D
 
 struct Group::Impl {
-  int rank = 0, world = 1;
+  int rank = 0, world = 1, local_rank = 0;
+  std::string backend;
 };
 
 Group::Group() : impl_(std::make_unique<Impl>()) {}
 Group::~Group() = default;
 int Group::rank() const { return impl_->rank; }
 int Group::world() const { return impl_->world; }
+int Group::local_rank() const { return impl_->local_rank; }
+const std::string& Group::backend() const { return impl_->backend; }
 double Group::collective_seconds() const { return 0; }
 int64_t Group::collectives() const { return 0; }
 
@@ -325,38 +427,36 @@ void Group::fail(const std::string& what, const std::exception& e) const {
   throw RuntimeError(fmt::format("rank {} of {}: {} failed: {}", impl_->rank, impl_->world, what, error_text(e)));
 }
 
-std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds) {
-  throw RuntimeError(fmt::format("rank {} of {}: this lmx was built without Gloo (LMX_WITH_GLOO=OFF), so it cannot "
-                                 "train data-parallel",
-                                 env.rank, env.world),
-                     "install libgloo-dev and rebuild (scripts/bootstrap.sh), or run one process");
+// Unreachable: choose_backend refuses first, and no Group exists without a backend.
+std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds, const std::string& backend,
+                                      const torch::Device&) {
+  throw RuntimeError(fmt::format("rank {} of {}: backend '{}' is not built in", env.rank, env.world, backend));
 }
-
-// Unreachable: no Group exists without Gloo.
 void Group::allreduce_sum(const std::vector<torch::Tensor>&, const std::string& what, int64_t) {
-  fail(what, std::runtime_error("no Gloo"));
+  fail(what, std::runtime_error("no backend"));
 }
-double Group::sum(double, const std::string& what) { fail(what, std::runtime_error("no Gloo")); }
-bool Group::any(bool, const std::string& what) { fail(what, std::runtime_error("no Gloo")); }
+double Group::sum(double, const std::string& what) { fail(what, std::runtime_error("no backend")); }
+bool Group::any(bool, const std::string& what) { fail(what, std::runtime_error("no backend")); }
 void Group::broadcast(const std::vector<torch::Tensor>&, const std::string& what) {
-  fail(what, std::runtime_error("no Gloo"));
+  fail(what, std::runtime_error("no backend"));
 }
 std::string Group::broadcast_string(const std::string& key, const std::string&) {
-  fail(key, std::runtime_error("no Gloo"));
+  fail(key, std::runtime_error("no backend"));
 }
 
-#endif  // LMX_WITH_GLOO
+#endif  // LMX_WITH_C10D
 
 Group* current() { return current_ptr().get(); }
 
-Group* init_from_env() {
+Group* init_from_env(const std::string& device) {
   if (current()) return current();
   const Env env = read_env();
   if (env.world <= 1) return nullptr;
+  const std::string backend = choose_backend(device, std::getenv("LMX_DIST_BACKEND"));
   const auto timeout = timeout_from_env();
-  log::info("dist", "rank {} of {} (local rank {}, {}): rendezvous at {}:{}", env.rank, env.world, env.local_rank,
-            env.launcher == "slurm" ? "srun" : "RANK/WORLD_SIZE", env.master_addr, env.master_port);
-  current_ptr() = Group::connect(env, timeout);
+  log::info("dist", "rank {} of {} (local rank {}, {}, {}): rendezvous at {}:{}", env.rank, env.world, env.local_rank,
+            env.launcher == "slurm" ? "srun" : "RANK/WORLD_SIZE", backend, env.master_addr, env.master_port);
+  current_ptr() = Group::connect(env, timeout, backend, runtime::make_device(device, env.local_rank));
   return current();
 }
 

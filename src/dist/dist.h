@@ -1,5 +1,7 @@
 // Data-parallel training on LibTorch's own distributed layer (c10d): a TCPStore for the
-// rendezvous and a Gloo process group for the collectives (CPU tensors).
+// rendezvous and a process group for the collectives: Gloo (CPU tensors, and CUDA ones where
+// LibTorch's Gloo has CUDA), or NCCL for train.device cuda where lmx was built against a CUDA
+// LibTorch with NCCL's headers. LMX_DIST_BACKEND=gloo|nccl overrides the choice.
 //
 // The launcher environment is the standard one:
 //   torchrun --no_python / lmx launch: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
@@ -40,17 +42,28 @@ Env read_env();
 // The first host of a Slurm node list: "node[03-05,7],gpu1" -> "node03".
 std::string slurm_first_host(const std::string& nodelist);
 
+// The process-group backends this lmx was built with ("gloo", "nccl").
+std::vector<std::string> backends();
+// The backend for `device` ("cpu" or "cuda"): `requested` (LMX_DIST_BACKEND) when set, else
+// NCCL for cuda where built, else Gloo. Throws InputError for one that is unknown, not built, or
+// unfit for the device.
+std::string choose_backend(const std::string& device, const char* requested);
+
 // LMX_DIST_TIMEOUT in seconds (default 120).
 std::chrono::milliseconds timeout_from_env();
 
 class Group {
  public:
   // Rendezvous at env.master_addr:master_port (rank 0 hosts the TCPStore unless the launcher
-  // does) and connect a Gloo process group. Throws RuntimeError after `timeout`.
-  static std::unique_ptr<Group> connect(const Env& env, std::chrono::milliseconds timeout);
+  // does) and connect a process group of `backend` (choose_backend); `device` is this rank's
+  // (NCCL's scalars live there). Throws RuntimeError after `timeout`.
+  static std::unique_ptr<Group> connect(const Env& env, std::chrono::milliseconds timeout, const std::string& backend,
+                                        const torch::Device& device);
   ~Group();
   int rank() const;
   int world() const;
+  int local_rank() const;  // this rank's index on its node (its GPU: runtime::make_device)
+  const std::string& backend() const;
 
   // In-place sum over ranks. Tensors are packed into flat buckets of at most bucket_bytes
   // (one all-reduce each, all in flight together) and unpacked again; undefined ones skipped.
@@ -75,14 +88,16 @@ class Group {
 
 // The process-wide group of a data-parallel `lmx train` (null: one process).
 Group* current();
-// Connects (once) when the environment describes more than one process; returns current().
-Group* init_from_env();
+// Connects (once) when the environment describes more than one process, with the backend for
+// `device` (train.device); returns current().
+Group* init_from_env(const std::string& device);
 // Drops the group (after a clean run; a failed one exits with the group leaked, so that no
 // exit waits on a dead peer).
 void shutdown();
 
 inline int rank() { return current() ? current()->rank() : 0; }
 inline int world() { return current() ? current()->world() : 1; }
+inline int local_rank() { return current() ? current()->local_rank() : 0; }
 inline bool writer() { return rank() == 0; }  // only rank 0 writes results and checkpoints
 
 // Fault injection (tests): LMX_FAULT=die:RANK:STEP exits that rank with code 9 at its

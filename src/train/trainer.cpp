@@ -70,7 +70,7 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss,
-                      const std::string& precision) {
+                      const std::string& precision, int64_t global_tokens) {
   set_lr(optimizer, lr);
   const auto t0 = Clock::now();
   // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
@@ -84,10 +84,12 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
   auto ce = torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore);
   if (group) ce = ce.reduction(torch::kSum);
   torch::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape(-1), ce);
-  r.tokens = (targets != data::kIgnore).sum().item<int64_t>();
   if (group) {
-    r.tokens = static_cast<int64_t>(group->sum(static_cast<double>(r.tokens), "token count all-reduce"));
+    if (global_tokens < 0) throw std::logic_error("train_step: data-parallel without the global token count");
+    r.tokens = global_tokens;
     loss = loss / std::max<double>(1.0, static_cast<double>(r.tokens));
+  } else {
+    r.tokens = global_tokens >= 0 ? global_tokens : (targets != data::kIgnore).sum().item<int64_t>();
   }
   if (poison_loss) loss = loss * std::nan("");
   autocast.reset();
@@ -212,8 +214,8 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   torch::manual_seed(opt.seed);
   ModernLM model(cfg.model);
   if (!opt.init_from.empty()) load_weights(*model, read_checkpoint(opt.init_from));
-  runtime::check_device(cfg.train.device);  // cuda without a CUDA LibTorch: InputError
-  const torch::Device device(cfg.train.device);
+  // cuda without a CUDA LibTorch: InputError; data-parallel ranks take one GPU each
+  const torch::Device device = runtime::make_device(cfg.train.device, dist::local_rank());
   model->to(device);  // before the optimizer takes the parameters
   const bool writer = dist::writer();  // data-parallel: only rank 0 writes
   model->train();
@@ -306,7 +308,8 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
       hook = hooked->register_hook([](torch::Tensor g) { return g * std::nan(""); });
     }
     const StepResult sr = train_step(model, *optimizer, batch.inputs.to(device), batch.targets.to(device), lr, t.grad_clip,
-                                     /*poison_loss=*/step == opt.inject_nan_at_step, t.precision);
+                                     /*poison_loss=*/step == opt.inject_nan_at_step, t.precision,
+                                     batch.global_tokens);
     if (hooked) hooked->remove_hook(hook);
     const double loss_v = sr.loss;
     const double gnorm = sr.grad_norm;

@@ -73,7 +73,8 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 // the gradients are left for inspection). poison_loss multiplies the loss by NaN (tests).
 // precision "bf16": forward and loss under autocast (train/precision.h).
 // Under dist::current() (data-parallel) the loss and gradients are those of the global batch:
-// token losses over the global token count, gradients sum-all-reduced across the ranks.
+// token losses over the global token count (global_tokens, Batch::global_tokens; required
+// there), gradients sum-all-reduced across the ranks.
 struct StepResult {
   double loss = 0;
   double grad_norm = 0;
@@ -85,7 +86,7 @@ struct StepResult {
 };
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss = false,
-                      const std::string& precision = "fp32");
+                      const std::string& precision = "fp32", int64_t global_tokens = -1);
 
 double peak_rss_mib();
 

@@ -156,4 +156,11 @@ void check_device(const std::string& device) {
   throw InputError("unknown device '" + device + "'", "valid devices: cpu, cuda");
 }
 
+c10::Device make_device(const std::string& device, int local_rank) {
+  check_device(device);
+  if (device == "cpu") return c10::Device(c10::kCPU);
+  const auto gpus = static_cast<int>(torch::cuda::device_count());
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % std::max(1, gpus)));
+}
+
 }  // namespace lmx::runtime

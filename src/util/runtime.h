@@ -1,5 +1,7 @@
 // The process's compute environment: threads, BLAS, device.
 #pragma once
+#include <c10/core/Device.h>
+
 #include <string>
 
 namespace lmx::runtime {
@@ -51,5 +53,9 @@ bool cuda_available();
 
 // Checks that `device` ("cpu" or "cuda") can be used; throws InputError otherwise.
 void check_device(const std::string& device);
+
+// The checked device: "cuda" is GPU local_rank (modulo the GPUs this process sees), so that
+// the ranks of a data-parallel run on one node (torchrun, srun, lmx launch) take one GPU each.
+c10::Device make_device(const std::string& device, int local_rank = 0);
 
 }  // namespace lmx::runtime
