@@ -12,6 +12,7 @@
 
 #include "dist/dist.h"
 #include "experiments/sweep.h"
+#include "model/checkpoint.h"
 #include "helpers.h"
 #include "util/csv.h"
 #include "util/error.h"
@@ -69,7 +70,7 @@ void check_close(double a, double b, double rel, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("the backend: NCCL for cuda where built, else Gloo; refusals name the variable", "[dist]") {
+TEST_CASE("the backend: NCCL for cuda where built, else Gloo, and refusals that name the variable", "[dist]") {
   const auto built = dist::backends();
   const auto has = [&](const char* b) { return std::find(built.begin(), built.end(), b) != built.end(); };
   CHECK(has("gloo"));  // this build (Debian's LibTorch, libgloo-dev)
@@ -184,6 +185,36 @@ TEST_CASE("a dead data-parallel worker ends the others with an error, not a hang
   CHECK_FALSE(fs::exists(out + "/seed0/model.safetensors"));
   CHECK_FALSE(fs::exists(out + "/seed0/result.csv"));
   CHECK_FALSE(fs::exists(out + "/summary.csv"));
+}
+
+TEST_CASE("an interrupt on one data-parallel rank stops every rank after the same step, and --resume finishes", "[dist]") {
+  TempDir dir;
+  const std::string full = dir.file("full"), cut = dir.file("cut");
+  const std::string train = "-q --threads 1 launch --nproc 2 -- train configs/textbook.yaml --seeds 3 " + kSmall;
+  auto r = run_lmx(train + " --out " + full);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  {
+    // Rank 1 alone is interrupted at its step 4 (counted from 0): its flag rides in that step's
+    // gradient all-reduce, so both ranks stop after step 5 and rank 0 writes the checkpoint.
+    ScopedEnv env{{"LMX_FAULT", "int:1:4"}};
+    r = run_lmx(train + " --out " + cut);
+  }
+  INFO(r.output);
+  REQUIRE(r.code == 130);
+  CHECK(r.output.find("LMX_FAULT: rank 1 is interrupted at step 4") != std::string::npos);
+  CHECK(r.output.find("failed") == std::string::npos);
+  Checkpoint ck = read_checkpoint(cut + "/seed3/model.safetensors");
+  CHECK(ck.metadata.at("status") == "interrupted");
+  CHECK(ck.metadata.at("steps") == "5");
+  CHECK(lmx::test::lines(cut + "/seed3/metrics.csv") == 6);  // header + 5 steps
+  r = run_lmx("-q --threads 1 launch --nproc 2 -- train --resume " + cut);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(lmx::test::metrics_without_speed(cut + "/seed3/metrics.csv") ==
+        lmx::test::metrics_without_speed(full + "/seed3/metrics.csv"));
+  Table a = read_csv(full + "/summary.csv"), b = read_csv(cut + "/summary.csv");
+  CHECK(cell(a, 0, "test_ppl") == cell(b, 0, "test_ppl"));
 }
 
 TEST_CASE("a hung data-parallel worker is detected within LMX_DIST_TIMEOUT", "[dist]") {

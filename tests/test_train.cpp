@@ -204,7 +204,7 @@ TEST_CASE("lmx train exits 1 when every seed diverged and 0 when one finished", 
   CHECK(st.rows.at(0)[column(st, "status")] == "diverged");
 }
 
-TEST_CASE("train.precision bf16: autocast on for the forward, off after; trains close to fp32", "[train][precision]") {
+TEST_CASE("train.precision bf16: autocast on for the forward and off after, and training lands close to fp32", "[train][precision]") {
   auto a = torch::randn({8, 16}), b = torch::randn({16, 4});
   {
     AutocastGuard on("bf16", c10::DeviceType::CPU);

@@ -109,8 +109,8 @@ void add_launch_command(CLI::App& app, Globals& g) {
           pids[r] = -1;
           --alive;
           if (exit_code(wstatus) != 0) {
-            if (code == 0) code = exit_code(wstatus);
-            if (!signals::interrupted())
+            if (code == 0 || code == 130) code = exit_code(wstatus);  // a failure outranks an interrupt
+            if (!signals::interrupted() && exit_code(wstatus) != 130)
               log::warn("launch", "rank {} failed ({}){}", r, describe(wstatus),
                         deadline || alive == 0
                             ? ""
@@ -133,7 +133,9 @@ void add_launch_command(CLI::App& app, Globals& g) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
-      if (code != 0 && !signals::interrupted())
+      // 130: the workers stopped on an interrupt (this launcher's, or one a scheduler sent to a
+      // worker) and left a resumable checkpoint; not a failure.
+      if (code != 0 && code != 130 && !signals::interrupted())
         throw RuntimeError(fmt::format("lmx launch: a worker failed (exit code {}); see the rank errors above", code),
                            "with LMX_DIST_TIMEOUT=S the others give up after S seconds");
       return code;

@@ -45,6 +45,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/runtime.h"
+#include "util/signals.h"
 
 namespace lmx::dist {
 
@@ -263,7 +264,6 @@ c10::intrusive_ptr<Collectives> connect_nccl(const c10::intrusive_ptr<c10d::Stor
 struct Group::Impl {
   int rank = 0, world = 1, local_rank = 0;
   std::string backend;
-  torch::Device device = torch::kCPU;  // where the collectives' scalars live
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Collectives> pg;
@@ -287,14 +287,12 @@ void Group::fail(const std::string& what, const std::exception& e) const {
       "see the first failing rank's error; the unfinished seed has no final checkpoint or result");
 }
 
-std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds timeout, const std::string& backend,
-                                      const torch::Device& device) {
+std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds timeout, const std::string& backend) {
   std::unique_ptr<Group> g(new Group());
   g->impl_->rank = env.rank;
   g->impl_->world = env.world;
   g->impl_->local_rank = env.local_rank;
   g->impl_->backend = backend;
-  g->impl_->device = backend == "nccl" ? device : torch::Device(torch::kCPU);
   g->impl_->timeout = timeout;
   const std::string where = fmt::format("{}:{}", env.master_addr, env.master_port);
   try {
@@ -371,14 +369,6 @@ void Group::allreduce_sum(const std::vector<torch::Tensor>& tensors, const std::
   }
 }
 
-double Group::sum(double v, const std::string& what) {
-  auto t = torch::full({1}, v, torch::TensorOptions().dtype(torch::kDouble).device(impl_->device));
-  allreduce_sum({t}, what);
-  return t.item<double>();
-}
-
-bool Group::any(bool v, const std::string& what) { return sum(v ? 1.0 : 0.0, what) > 0; }
-
 void Group::broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what) {
   try {
     for (const auto& t : tensors) {
@@ -428,15 +418,12 @@ void Group::fail(const std::string& what, const std::exception& e) const {
 }
 
 // Unreachable: choose_backend refuses first, and no Group exists without a backend.
-std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds, const std::string& backend,
-                                      const torch::Device&) {
+std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds, const std::string& backend) {
   throw RuntimeError(fmt::format("rank {} of {}: backend '{}' is not built in", env.rank, env.world, backend));
 }
 void Group::allreduce_sum(const std::vector<torch::Tensor>&, const std::string& what, int64_t) {
   fail(what, std::runtime_error("no backend"));
 }
-double Group::sum(double, const std::string& what) { fail(what, std::runtime_error("no backend")); }
-bool Group::any(bool, const std::string& what) { fail(what, std::runtime_error("no backend")); }
 void Group::broadcast(const std::vector<torch::Tensor>&, const std::string& what) {
   fail(what, std::runtime_error("no backend"));
 }
@@ -456,7 +443,8 @@ Group* init_from_env(const std::string& device) {
   const auto timeout = timeout_from_env();
   log::info("dist", "rank {} of {} (local rank {}, {}, {}): rendezvous at {}:{}", env.rank, env.world, env.local_rank,
             env.launcher == "slurm" ? "srun" : "RANK/WORLD_SIZE", backend, env.master_addr, env.master_port);
-  current_ptr() = Group::connect(env, timeout, backend, runtime::make_device(device, env.local_rank));
+  runtime::check_device(device);  // before any rank waits for the others
+  current_ptr() = Group::connect(env, timeout, backend);
   return current();
 }
 
@@ -464,7 +452,7 @@ void shutdown() { current_ptr().reset(); }
 
 void fault_point() {
   struct Fault {
-    std::string mode;  // "die" or "hang"; empty: no fault
+    std::string mode;  // "die", "hang" or "int"; empty: no fault
     int rank = -1;
     long long step = -1;
   };
@@ -481,6 +469,10 @@ void fault_point() {
   if (fault.mode == "die") {
     fmt::print(stderr, "lmx: LMX_FAULT: rank {} exits at step {}\n", fault.rank, fault.step);
     _exit(9);
+  }
+  if (fault.mode == "int") {
+    fmt::print(stderr, "lmx: LMX_FAULT: rank {} is interrupted at step {}\n", fault.rank, fault.step);
+    signals::raise_interrupt();
   }
   if (fault.mode == "hang") {
     fmt::print(stderr, "lmx: LMX_FAULT: rank {} hangs at step {}\n", fault.rank, fault.step);

@@ -55,10 +55,9 @@ std::chrono::milliseconds timeout_from_env();
 class Group {
  public:
   // Rendezvous at env.master_addr:master_port (rank 0 hosts the TCPStore unless the launcher
-  // does) and connect a process group of `backend` (choose_backend); `device` is this rank's
-  // (NCCL's scalars live there). Throws RuntimeError after `timeout`.
-  static std::unique_ptr<Group> connect(const Env& env, std::chrono::milliseconds timeout, const std::string& backend,
-                                        const torch::Device& device);
+  // does) and connect a process group of `backend` (choose_backend). Throws RuntimeError after
+  // `timeout`.
+  static std::unique_ptr<Group> connect(const Env& env, std::chrono::milliseconds timeout, const std::string& backend);
   ~Group();
   int rank() const;
   int world() const;
@@ -69,8 +68,6 @@ class Group {
   // (one all-reduce each, all in flight together) and unpacked again; undefined ones skipped.
   void allreduce_sum(const std::vector<torch::Tensor>& tensors, const std::string& what,
                      int64_t bucket_bytes = 25 << 20);
-  double sum(double v, const std::string& what);
-  bool any(bool v, const std::string& what);
   // Rank 0's values, in place, on every rank.
   void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what);
   // Rank 0's string (set under `key` in the store) on every rank.
@@ -102,7 +99,7 @@ inline bool writer() { return rank() == 0; }  // only rank 0 writes results and 
 
 // Fault injection (tests): LMX_FAULT=die:RANK:STEP exits that rank with code 9 at its
 // STEP-th call (the gradient all-reduce of each step, counted from 0); hang:RANK:STEP stops it
-// (SIGSTOP) there.
+// (SIGSTOP) there; int:RANK:STEP interrupts it there (as SIGINT would, that rank only).
 void fault_point();
 
 }  // namespace lmx::dist

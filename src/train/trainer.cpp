@@ -99,7 +99,8 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
   loss.backward();
   if (group) {
     dist::fault_point();
-    std::vector<torch::Tensor> reduce{loss.detach().reshape({1}).clone()};
+    const auto loss1 = loss.detach().reshape({1}).to(torch::kFloat).clone();
+    std::vector<torch::Tensor> reduce{loss1, torch::full({1}, signals::interrupted() ? 1.0f : 0.0f, loss1.options())};
     for (auto& p : params) {
       // Every rank all-reduces the same list: a parameter this rank's batch did not reach
       // contributes zeros.
@@ -108,6 +109,7 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
     }
     group->allreduce_sum(reduce, "gradient all-reduce");
     r.loss = reduce[0].item<double>();
+    r.interrupted = reduce[1].item<float>() > 0;
   } else {
     r.loss = loss.item<double>();
   }
@@ -355,9 +357,9 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
                 step + 1, total, loss_v, lr, smoothed_tps, eta);
     }
     if (step + 1 == opt.interrupt_after_step) signals::raise_interrupt();  // fault injection (tests)
-    // Data-parallel: every rank stops after the same step when any of them got the signal.
-    if (dist::current() ? dist::current()->any(signals::interrupted(), "interrupt all-reduce")
-                        : signals::interrupted()) {
+    // Data-parallel: every rank stops after the same step, the first whose all-reduce carried a
+    // rank's interrupt flag.
+    if (dist::current() ? sr.interrupted : signals::interrupted()) {
       res.status = "interrupted";
       res.message = fmt::format("interrupted after step {}; continue with lmx train --resume", step + 1);
       if (opt.progress) fmt::print(stderr, "\n");

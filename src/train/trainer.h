@@ -80,6 +80,9 @@ struct StepResult {
   double grad_norm = 0;
   bool stepped = false;
   int64_t tokens = 0;  // target tokens of the (global) batch
+  // Data-parallel: a rank had SIGINT/SIGTERM by this step's all-reduce (the flag rides in the
+  // gradient bucket), so every rank stops after this same step.
+  bool interrupted = false;
   // Wall time of the step's phases (lmx bench --breakdown): forward + loss, backward (with the
   // data-parallel all-reduce), clipping, AdamW.
   std::array<double, 4> phase_ms{};
