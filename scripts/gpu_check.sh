@@ -16,6 +16,7 @@ steps=300
 lmx=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --out|--steps|--lmx) [[ $# -ge 2 ]] || { echo "gpu_check.sh: $1 needs a value" >&2; exit 2; } ;;&
     --out) out="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --lmx) lmx="$2"; shift 2 ;;
@@ -24,10 +25,13 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"  # absolute: the runs below start in the source tree
+[[ -z "$lmx" ]] || lmx="$(cd "$(dirname "$lmx")" && pwd)/$(basename "$lmx")"
 summary="$out/summary.txt"
 : > "$summary"
 failed=0
 say() { echo "$*" | tee -a "$summary"; }
+fail() { say "FAIL  $*"; failed=1; }
 # check NAME LIMIT_S CMD...: runs CMD with its output in NAME.log, says ok/FAIL with the time.
 check() {
   local name="$1" limit="$2"; shift 2
@@ -35,8 +39,7 @@ check() {
   if timeout "$limit" "$@" > "$out/$name.log" 2>&1; then
     say "ok    $name ($((SECONDS - t0)) s)"
   else
-    say "FAIL  $name (exit $?, $((SECONDS - t0)) s): $(tail -n 3 "$out/$name.log" | tr '\n' ' ')"
-    failed=1
+    fail "$name (exit $?, $((SECONDS - t0)) s): $(tail -n 3 "$out/$name.log" | tr '\n' ' ')"
     return 1
   fi
 }
@@ -47,10 +50,10 @@ py=$(command -v python3 || true)
 prefix=$([[ -n "$py" ]] && "$py" -c "import torch; print(torch.utils.cmake_prefix_path)" 2>/dev/null || true)
 [[ -n "$py" ]] && "$py" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpus', torch.cuda.device_count())" 2>&1 | tee -a "$summary"
 if [[ -z "$prefix" ]]; then
-  say "FAIL  no pip torch (python3 -c 'import torch' fails): set CMAKE_PREFIX_PATH to a CUDA LibTorch"
+  fail "no pip torch (python3 -c 'import torch' fails): set CMAKE_PREFIX_PATH to a CUDA LibTorch"
   prefix="${CMAKE_PREFIX_PATH:-}"
 fi
-for tool in cmake g++; do command -v $tool >/dev/null || say "FAIL  $tool missing"; done
+for tool in cmake g++; do command -v $tool >/dev/null || fail "$tool missing"; done
 
 if [[ -z "$lmx" ]]; then
   say "== build (CMAKE_PREFIX_PATH=$prefix)"
@@ -70,7 +73,10 @@ check cpu 300 "$lmx" -q "${small[@]}" --out "$out/cpu"
 check cuda_fp32 300 "$lmx" -q --device cuda "${small[@]}" --out "$out/cuda_fp32"
 check cuda_bf16 300 "$lmx" -q --device cuda "${small[@]}" --set train.precision=bf16 --out "$out/cuda_bf16"
 export LMX_DIST_TIMEOUT=60
-check dp_gloo_1gpu 300 env LMX_DIST_BACKEND=gloo "$lmx" -q --device cuda launch --nproc 2 -- "${small[@]}" --out "$out/dp_gloo"
+# 2 workers: NCCL where each has a GPU of its own, else Gloo (lmx decides; the log says which).
+check dp_auto 300 "$lmx" --device cuda launch --nproc 2 -- "${small[@]}" --out "$out/dp_auto"
+grep -m1 -o "rank 0 of 2 ([^)]*)" "$out/dp_auto.log" | sed 's/^/info  dp_auto: /' | tee -a "$summary"
+check dp_gloo 300 env LMX_DIST_BACKEND=gloo "$lmx" -q --device cuda launch --nproc 2 -- "${small[@]}" --out "$out/dp_gloo"
 gpus=$("$py" -c "import torch; print(torch.cuda.device_count())" 2>/dev/null || echo 0)
 if [[ "$gpus" -ge 2 ]]; then
   check dp_nccl 300 env LMX_DIST_BACKEND=nccl "$lmx" -q --device cuda launch --nproc 2 -- "${small[@]}" --out "$out/dp_nccl"
@@ -88,7 +94,7 @@ value() {  # value CSV COLUMN: the column in the last row of a CSV whose seed is
   awk -F, -v col="$2" 'NR == 1 { for (i = 1; i <= NF; ++i) { if ($i == col) c = i; if ($i == "seed") s = i }; next }
     !s || $s == 3 { v = $c } END { print (c && v != "" ? v : "n/a") }' "$1"
 }
-for run in cpu cuda_fp32 cuda_bf16 dp_gloo dp_nccl; do
+for run in cpu cuda_fp32 cuda_bf16 dp_auto dp_gloo dp_nccl; do
   [[ -d "$out/$run" ]] || continue
   say "$(printf '%-10s loss %-10s test ppl %-8s wall s %s' "$run" "$(value "$out/$run/seed3/metrics.csv" train_loss)" \
     "$(value "$out/$run/summary.csv" test_ppl)" "$(value "$out/$run/summary.csv" wall_s)")"
@@ -100,11 +106,12 @@ close() {  # close RUN TOLERANCE
   if awk -v a="$a" -v b="$b" -v t="$2" 'BEGIN { exit !(a + 0 > 0 && b + 0 > 0 && (b - a) / a < t && (a - b) / a < t) }'; then
     say "ok    $1 test ppl $b vs cpu $a (within $2)"
   else
-    say "FAIL  $1 test ppl $b vs cpu $a (tolerance $2)"; failed=1
+    fail "$1 test ppl $b vs cpu $a (tolerance $2)"
   fi
 }
 close cuda_fp32 0.01
 close cuda_bf16 0.05
+[[ -d "$out/dp_auto" ]] && close dp_auto 0.01
 [[ -d "$out/dp_gloo" ]] && close dp_gloo 0.01
 [[ -f "$out/dp_nccl/summary.csv" ]] && close dp_nccl 0.01
 say "== $([[ $failed == 0 ]] && echo 'all checks passed' || echo 'some checks failed')"

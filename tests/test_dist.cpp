@@ -79,6 +79,7 @@ TEST_CASE("the backend: NCCL for cuda where built, else Gloo, and refusals that 
   CHECK(dist::choose_backend("cpu", "gloo") == "gloo");
   CHECK(dist::choose_backend("cuda", nullptr) == (has("nccl") ? "nccl" : "gloo"));
   CHECK(dist::choose_backend("cuda", "gloo") == "gloo");
+  CHECK(dist::choose_backend("cuda", nullptr, /*gpu_per_rank=*/false) == "gloo");  // NCCL: one rank per GPU
   CHECK_THROWS_WITH(dist::choose_backend("cpu", "mpi"), Catch::Contains("LMX_DIST_BACKEND=mpi: expected gloo or nccl"));
   if (has("nccl")) {
     CHECK(dist::choose_backend("cuda", "nccl") == "nccl");

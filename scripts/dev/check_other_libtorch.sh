@@ -50,8 +50,10 @@ in_root "/build/lmx --version"
 
 if [[ $cuda == 1 ]]; then
   echo "== CUDA LibTorch headers: compile-check of the CUDA and NCCL paths"
-  # Extracted, not installed: libtorch-cuda's runtime pulls NVIDIA's cuDNN installer.
-  in_root "mkdir -p /opt/cuda-torch /tmp/debs && cd /tmp/debs && \
+  # Extracted, not installed: libtorch-cuda's runtime pulls NVIDIA's cuDNN installer. The CUDA
+  # headers come first on the include path; one they lack would fall back to the chroot's CPU
+  # LibTorch headers in /usr/include.
+  in_root "rm -rf /opt/cuda-torch /tmp/debs && mkdir -p /opt/cuda-torch /tmp/debs && cd /tmp/debs && \
     apt-get download -q libtorch-cuda-dev nvidia-cuda-dev libnccl-dev libcu++-dev >/dev/null && \
     for f in *.deb; do dpkg -x \"\$f\" /opt/cuda-torch; done"
   version=$(in_root "ls /tmp/debs | sed -n 's/^libtorch-cuda-dev_\([^_]*\)_.*/\1/p'")

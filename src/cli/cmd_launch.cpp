@@ -95,6 +95,7 @@ void add_launch_command(CLI::App& app, Globals& g) {
       // Wait for all. After the first failure the others get the rendezvous timeout (plus a
       // margin) to fail on their own with their message, then they are terminated.
       int code = 0, alive = a->nproc;
+      bool failed = false;  // a worker exited non-zero other than by an interrupt
       std::optional<std::chrono::steady_clock::time_point> deadline;
       const auto grace = dist::timeout_from_env() + std::chrono::seconds(10);
       bool terminated = false;
@@ -108,9 +109,13 @@ void add_launch_command(CLI::App& app, Globals& g) {
           signals::remove_child(pid);
           pids[r] = -1;
           --alive;
-          if (exit_code(wstatus) != 0) {
-            if (code == 0 || code == 130) code = exit_code(wstatus);  // a failure outranks an interrupt
-            if (!signals::interrupted() && exit_code(wstatus) != 130)
+          // Exit status 130: the worker stopped on an interrupt after a checkpoint (lmx train's
+          // own exit, not death by SIGINT); the others stop after the same step by themselves.
+          const bool interrupted = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 130;
+          if (exit_code(wstatus) != 0 && (code == 0 || !failed)) code = exit_code(wstatus);
+          if (exit_code(wstatus) != 0 && !interrupted) {
+            failed = true;
+            if (!signals::interrupted())
               log::warn("launch", "rank {} failed ({}){}", r, describe(wstatus),
                         deadline || alive == 0
                             ? ""
@@ -135,7 +140,7 @@ void add_launch_command(CLI::App& app, Globals& g) {
       }
       // 130: the workers stopped on an interrupt (this launcher's, or one a scheduler sent to a
       // worker) and left a resumable checkpoint; not a failure.
-      if (code != 0 && code != 130 && !signals::interrupted())
+      if (failed && !signals::interrupted())
         throw RuntimeError(fmt::format("lmx launch: a worker failed (exit code {}); see the rank errors above", code),
                            "with LMX_DIST_TIMEOUT=S the others give up after S seconds");
       return code;

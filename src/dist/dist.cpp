@@ -180,7 +180,7 @@ std::vector<std::string> backends() {
   return b;
 }
 
-std::string choose_backend(const std::string& device, const char* requested) {
+std::string choose_backend(const std::string& device, const char* requested, bool gpu_per_rank) {
   const auto built = backends();
   const auto has = [&](const std::string& b) { return std::find(built.begin(), built.end(), b) != built.end(); };
   if (requested && *requested) {
@@ -197,7 +197,7 @@ std::string choose_backend(const std::string& device, const char* requested) {
                        "use --device cuda, or LMX_DIST_BACKEND=gloo");
     return b;
   }
-  if (device == "cuda" && has("nccl")) return "nccl";
+  if (device == "cuda" && has("nccl") && (gpu_per_rank || !has("gloo"))) return "nccl";
   if (has("gloo")) return "gloo";
   if (has("nccl"))
     throw InputError("this lmx was built without Gloo, so it trains data-parallel on CUDA only (NCCL)",
@@ -439,7 +439,11 @@ Group* init_from_env(const std::string& device) {
   if (current()) return current();
   const Env env = read_env();
   if (env.world <= 1) return nullptr;
-  const std::string backend = choose_backend(device, std::getenv("LMX_DIST_BACKEND"));
+  // NCCL cannot put two ranks on one GPU: more workers on this node than GPUs take Gloo.
+  const bool gpu_per_rank =
+      device != "cuda" || !runtime::cuda_available() ||
+      runtime::local_world_size() <= static_cast<int>(torch::cuda::device_count());
+  const std::string backend = choose_backend(device, std::getenv("LMX_DIST_BACKEND"), gpu_per_rank);
   const auto timeout = timeout_from_env();
   log::info("dist", "rank {} of {} (local rank {}, {}, {}): rendezvous at {}:{}", env.rank, env.world, env.local_rank,
             env.launcher == "slurm" ? "srun" : "RANK/WORLD_SIZE", backend, env.master_addr, env.master_port);

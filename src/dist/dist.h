@@ -45,9 +45,10 @@ std::string slurm_first_host(const std::string& nodelist);
 // The process-group backends this lmx was built with ("gloo", "nccl").
 std::vector<std::string> backends();
 // The backend for `device` ("cpu" or "cuda"): `requested` (LMX_DIST_BACKEND) when set, else
-// NCCL for cuda where built, else Gloo. Throws InputError for one that is unknown, not built, or
-// unfit for the device.
-std::string choose_backend(const std::string& device, const char* requested);
+// NCCL for cuda where built and each rank has a GPU of its own (gpu_per_rank: NCCL refuses two
+// ranks on one GPU; Gloo where built takes that case), else Gloo. Throws InputError for one
+// that is unknown, not built, or unfit for the device.
+std::string choose_backend(const std::string& device, const char* requested, bool gpu_per_rank = true);
 
 // LMX_DIST_TIMEOUT in seconds (default 120).
 std::chrono::milliseconds timeout_from_env();

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
 #include <ATen/Parallel.h>
 
@@ -127,13 +128,16 @@ int available_cores() {
 int default_threads() {
   // An explicit OMP_NUM_THREADS wins (torchrun sets it to 1 for several workers per node).
   if (const int omp = env_int("OMP_NUM_THREADS", 0); omp > 0) return omp;
-  // Workers started together on one node (lmx launch, torchrun: LOCAL_WORLD_SIZE; srun:
-  // SLURM_NTASKS_PER_NODE) share its cores.
-  int local = env_int("LOCAL_WORLD_SIZE", 0);
-  if (local <= 0) local = env_int("SLURM_NTASKS_PER_NODE", 1);
+  // Workers started together on one node share its cores.
   // At most 2: measured faster than 1 on the 2-core machine (docs/PERFORMANCE.md); more
   // threads were never measured and the split beyond 2 gives LibTorch n threads too.
-  return std::min(2, std::max(1, available_cores() / std::max(1, local)));
+  return std::min(2, std::max(1, available_cores() / local_world_size()));
+}
+
+int local_world_size() {
+  int local = env_int("LOCAL_WORLD_SIZE", 0);
+  if (local <= 0) local = env_int("SLURM_NTASKS_PER_NODE", 1);
+  return std::max(1, local);
 }
 
 void tune_allocator() {
@@ -160,7 +164,10 @@ c10::Device make_device(const std::string& device, int local_rank) {
   check_device(device);
   if (device == "cpu") return c10::Device(c10::kCPU);
   const auto gpus = static_cast<int>(torch::cuda::device_count());
-  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % std::max(1, gpus)));
+  const c10::Device d(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % std::max(1, gpus)));
+  // The current device too, so that this rank's CUDA context (and NCCL's) is on its own GPU.
+  c10::impl::getDeviceGuardImpl(c10::kCUDA)->setDevice(d);
+  return d;
 }
 
 }  // namespace lmx::runtime

@@ -44,6 +44,10 @@ int available_cores();
 // at most 2.
 int default_threads();
 
+// The workers started together on this node (lmx launch, torchrun: LOCAL_WORLD_SIZE; srun:
+// SLURM_NTASKS_PER_NODE); 1 without a launcher.
+int local_world_size();
+
 // glibc malloc: keep freed blocks for reuse instead of returning them to the kernel (no
 // mmap / munmap and page faults for every multi-MiB activation of every step). Call once at
 // start; peak RSS is unchanged (freed memory is reused, not grown).
@@ -55,7 +59,8 @@ bool cuda_available();
 void check_device(const std::string& device);
 
 // The checked device: "cuda" is GPU local_rank (modulo the GPUs this process sees), so that
-// the ranks of a data-parallel run on one node (torchrun, srun, lmx launch) take one GPU each.
+// the ranks of a data-parallel run on one node (torchrun, srun, lmx launch) take one GPU each;
+// it also becomes the process's current CUDA device.
 c10::Device make_device(const std::string& device, int local_rank = 0);
 
 }  // namespace lmx::runtime
