@@ -175,6 +175,7 @@ TEST_CASE("the CLI exits 2 with one line for bad input", "[config][cli]") {
   auto v = lmx::test::run_lmx("--version");
   CHECK(v.code == 0);
   CHECK(v.output.find(std::string("LibTorch ") + TORCH_VERSION + "\n") != std::string::npos);
+  CHECK(v.output.find("data-parallel backends gloo") != std::string::npos);
 }
 
 TEST_CASE("docs/CONFIG.md is the field table as the code has it", "[config]") {

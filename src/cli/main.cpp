@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/app.h"
+#include "dist/dist.h"
 #include "model/registry.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -31,7 +32,9 @@ void print_version() {
             << (blas.core_note().empty() ? "" : fmt::format("note: {}\n", blas.core_note()))
             << fmt::format("threads {} (LibTorch {}, OpenBLAS {})\n", lmx::runtime::threads(),
                            lmx::runtime::torch_threads(), lmx::runtime::blas_threads())
-            << fmt::format("CUDA {}\n", lmx::runtime::cuda_available() ? "available" : "not available");
+            << fmt::format("CUDA {}\n", lmx::runtime::cuda_available() ? "available" : "not available")
+            << fmt::format("data-parallel backends {}\n",
+                           lmx::dist::backends().empty() ? "none" : fmt::format("{}", fmt::join(lmx::dist::backends(), ", ")));
 }
 
 int error_exit(const lmx::Error& e) {
