@@ -148,8 +148,8 @@ c10::intrusive_ptr<Collectives> connect_gloo(const c10::intrusive_ptr<c10d::Stor
 #endif
 
 #if LMX_WITH_NCCL
-c10::intrusive_ptr<Collectives> connect_nccl(const c10::intrusive_ptr<c10d::Store>& store, const Env& env,
-                                             std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::ProcessGroupNCCL> connect_nccl(const c10::intrusive_ptr<c10d::Store>& store, const Env& env,
+                                                        std::chrono::milliseconds timeout) {
   // Blocking wait: a collective that outlives the timeout throws in wait() (our one-line error)
   // instead of the watchdog aborting the process. The launcher's own setting wins.
   setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
@@ -158,6 +158,15 @@ c10::intrusive_ptr<Collectives> connect_nccl(const c10::intrusive_ptr<c10d::Stor
   opts->timeout = timeout;
   return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world, opts);
 }
+
+// ProcessGroupNCCL::shutdown() (LibTorch >= 2.2): the clean end of its communicators, without
+// which its destructor warns (and in some releases waits on the watchdog).
+template <class PG>
+auto shutdown_nccl(PG& pg, int) -> decltype(pg.shutdown(), void()) {
+  pg.shutdown();
+}
+template <class PG>
+void shutdown_nccl(PG&, long) {}
 #endif
 
 }  // namespace
@@ -168,12 +177,19 @@ struct Group::Impl {
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Collectives> pg;
+#if LMX_WITH_NCCL
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;  // pg, when the backend is NCCL
+#endif
   double collective_seconds = 0;
   int64_t collectives = 0;
 };
 
 Group::Group() : impl_(std::make_unique<Impl>()) {}
-Group::~Group() = default;
+Group::~Group() {
+#if LMX_WITH_NCCL
+  if (impl_->nccl) shutdown_nccl(*impl_->nccl, 0);
+#endif
+}
 int Group::rank() const { return impl_->rank; }
 int Group::world() const { return impl_->world; }
 int Group::local_rank() const { return impl_->local_rank; }
@@ -215,7 +231,7 @@ std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds 
   }
   try {
 #if LMX_WITH_NCCL
-    if (backend == "nccl") g->impl_->pg = connect_nccl(g->impl_->store, env, timeout);
+    if (backend == "nccl") g->impl_->pg = g->impl_->nccl = connect_nccl(g->impl_->store, env, timeout);
 #endif
 #if LMX_WITH_GLOO
     if (backend == "gloo") g->impl_->pg = connect_gloo(g->impl_->store, env, timeout);
