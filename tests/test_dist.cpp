@@ -362,4 +362,22 @@ TEST_CASE("device cuda trains to the CPU metrics (skipped without CUDA)", "[dist
   REQUIRE(a.rows.size() == b.rows.size());
   for (size_t i = 0; i < a.rows.size(); ++i)
     check_close(cell(a, i, "train_loss"), cell(b, i, "train_loss"), 1e-3, "train_loss step " + std::to_string(i + 1));
+  // Two data-parallel CUDA processes: NCCL where each has a GPU of its own, else Gloo; both
+  // backends where the build and the GPUs allow.
+  std::vector<std::string> backends{""};
+  for (const auto& b : dist::backends())
+    if (b == "gloo" || torch::cuda::device_count() >= 2) backends.push_back(b);
+  for (const auto& b : backends) {
+    INFO("LMX_DIST_BACKEND=" << b);
+    ScopedEnv env{{"LMX_DIST_BACKEND", b.c_str()}};
+    const std::string out = dir.file("dp" + b);
+    auto dp = run_lmx("-q --device cuda launch --nproc 2 -- train configs/textbook.yaml --seeds 3 " + kSmall +
+                      " --out " + out);
+    INFO(dp.output);
+    REQUIRE(dp.code == 0);
+    Table c = read_csv(out + "/seed3/metrics.csv");
+    REQUIRE(c.rows.size() == a.rows.size());
+    for (size_t i = 0; i < a.rows.size(); ++i)
+      check_close(cell(a, i, "train_loss"), cell(c, i, "train_loss"), 1e-3, "train_loss step " + std::to_string(i + 1));
+  }
 }
