@@ -112,8 +112,9 @@ void add_launch_command(CLI::App& app, Globals& g) {
           // Exit status 130: the worker stopped on an interrupt after a checkpoint (lmx train's
           // own exit, not death by SIGINT); the others stop after the same step by themselves.
           const bool interrupted = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 130;
-          if (exit_code(wstatus) != 0 && (code == 0 || !failed)) code = exit_code(wstatus);
-          if (exit_code(wstatus) != 0 && !interrupted) {
+          const int status = exit_code(wstatus);
+          if (status != 0 && (code == 0 || !failed)) code = status;
+          if (status != 0 && !interrupted) {
             failed = true;
             if (!signals::interrupted())
               log::warn("launch", "rank {} failed ({}){}", r, describe(wstatus),

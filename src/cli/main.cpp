@@ -24,6 +24,7 @@ std::string components_footer() {
 
 void print_version() {
   auto blas = lmx::runtime::blas_info();
+  const auto backends = lmx::dist::backends();
   std::cout << fmt::format("lmx {}\n", LMX_VERSION)
             << fmt::format("LibTorch {}\n", TORCH_VERSION)
             << fmt::format("BLAS {}{}\n", blas.library,
@@ -34,7 +35,7 @@ void print_version() {
                            lmx::runtime::torch_threads(), lmx::runtime::blas_threads())
             << fmt::format("CUDA {}\n", lmx::runtime::cuda_available() ? "available" : "not available")
             << fmt::format("data-parallel backends {}\n",
-                           lmx::dist::backends().empty() ? "none" : fmt::format("{}", fmt::join(lmx::dist::backends(), ", ")));
+                           backends.empty() ? "none" : fmt::format("{}", fmt::join(backends, ", ")));
 }
 
 int error_exit(const lmx::Error& e) {

@@ -173,7 +173,6 @@ void shutdown_nccl(PG&, long) {}
 
 struct Group::Impl {
   int rank = 0, world = 1, local_rank = 0;
-  std::string backend;
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Collectives> pg;
@@ -193,7 +192,6 @@ Group::~Group() {
 int Group::rank() const { return impl_->rank; }
 int Group::world() const { return impl_->world; }
 int Group::local_rank() const { return impl_->local_rank; }
-const std::string& Group::backend() const { return impl_->backend; }
 double Group::collective_seconds() const { return impl_->collective_seconds; }
 int64_t Group::collectives() const { return impl_->collectives; }
 
@@ -209,7 +207,6 @@ std::unique_ptr<Group> Group::connect(const Env& env, std::chrono::milliseconds 
   g->impl_->rank = env.rank;
   g->impl_->world = env.world;
   g->impl_->local_rank = env.local_rank;
-  g->impl_->backend = backend;
   g->impl_->timeout = timeout;
   const std::string where = fmt::format("{}:{}", env.master_addr, env.master_port);
   try {
@@ -318,7 +315,6 @@ std::string Group::broadcast_string(const std::string& key, const std::string& v
 
 struct Group::Impl {
   int rank = 0, world = 1, local_rank = 0;
-  std::string backend;
 };
 
 Group::Group() : impl_(std::make_unique<Impl>()) {}
@@ -326,7 +322,6 @@ Group::~Group() = default;
 int Group::rank() const { return impl_->rank; }
 int Group::world() const { return impl_->world; }
 int Group::local_rank() const { return impl_->local_rank; }
-const std::string& Group::backend() const { return impl_->backend; }
 double Group::collective_seconds() const { return 0; }
 int64_t Group::collectives() const { return 0; }
 
@@ -356,15 +351,14 @@ Group* init_from_env(const std::string& device) {
   if (current()) return current();
   const Env env = read_env();
   if (env.world <= 1) return nullptr;
+  runtime::check_device(device);  // before any rank waits for the others
   // NCCL cannot put two ranks on one GPU: more workers on this node than GPUs take Gloo.
   const bool gpu_per_rank =
-      device != "cuda" || !runtime::cuda_available() ||
-      runtime::local_world_size() <= static_cast<int>(torch::cuda::device_count());
+      device != "cuda" || runtime::local_world_size() <= static_cast<int>(torch::cuda::device_count());
   const std::string backend = choose_backend(device, std::getenv("LMX_DIST_BACKEND"), gpu_per_rank);
   const auto timeout = timeout_from_env();
   log::info("dist", "rank {} of {} (local rank {}, {}, {}): rendezvous at {}:{}", env.rank, env.world, env.local_rank,
             env.launcher == "slurm" ? "srun" : "RANK/WORLD_SIZE", backend, env.master_addr, env.master_port);
-  runtime::check_device(device);  // before any rank waits for the others
   current_ptr() = Group::connect(env, timeout, backend);
   return current();
 }
