@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/ffn.h"
+#include "model/lm.h"
 #include "model/norm.h"
 #include "model/position/absolute.h"
 #include "model/position/alibi.h"
@@ -231,4 +232,25 @@ TEST_CASE("sinusoidal table is sin/cos of p / 10000^(2i/C)", "[model][position]"
       CHECK(pe[p][2 * i].item<double>() == Approx(std::sin(angle)).margin(1e-6));
       CHECK(pe[p][2 * i + 1].item<double>() == Approx(std::cos(angle)).margin(1e-6));
     }
+}
+
+TEST_CASE("T5 bias: one table in layer 0 shared by every layer (t5_shared), or one per layer", "[model]") {
+  ModelConfig m;
+  m.vocab_size = 20, m.d_model = 16, m.n_layers = 3, m.n_heads = 2, m.d_ff = 32;
+  m.position = "t5_bias";
+  m.t5_num_buckets = 8;
+  for (bool shared : {true, false}) {
+    m.t5_shared = shared;
+    ModernLM model(m);
+    std::vector<std::string> tables;
+    for (const auto& p : model->named_parameters())
+      if (p.key().find("relative_attention_bias") != std::string::npos) tables.push_back(p.key());
+    INFO("t5_shared " << shared);
+    if (shared) {
+      // (the golden fixtures t5_mqa and t5_per_layer_scaled check that every layer reads it)
+      CHECK(tables == std::vector<std::string>{"model.layers.0.self_attn.relative_attention_bias.weight"});
+    } else {
+      CHECK(tables.size() == 3);
+    }
+  }
 }

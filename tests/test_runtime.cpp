@@ -58,7 +58,7 @@ TEST_CASE("thread split: at most 2 threads go to OpenBLAS, LibTorch keeps 1", "[
   CHECK(runtime::thread_split(2).torch_threads == 2);
 }
 
-TEST_CASE("BLAS note: only when OPENBLAS_CORETYPE holds an AVX-512 CPU to AVX2 kernels", "[runtime]") {
+TEST_CASE("BLAS note: only when an AVX-512 CPU runs older kernels (pinned, or OpenBLAS fell back)", "[runtime]") {
   runtime::BlasInfo b;
   b.openblas = true;
   b.core = "Haswell";
@@ -69,9 +69,11 @@ TEST_CASE("BLAS note: only when OPENBLAS_CORETYPE holds an AVX-512 CPU to AVX2 k
   b.cpu_avx512 = false;  // an AVX2 CPU: Haswell kernels are right
   CHECK(b.core_note().empty());
   b.cpu_avx512 = true;
-  b.core_env.clear();  // OpenBLAS chose by itself
-  CHECK(b.core_note().empty());
+  b.core_env.clear();  // OpenBLAS chose by itself, an older kernel: it did not know the CPU
+  CHECK(b.core_note().find("OPENBLAS_CORETYPE=SkylakeX selects") != std::string::npos);
   CHECK(b.core_label() == "Haswell");
+  b.core = "SkylakeX";  // chose its AVX-512 kernels by itself
+  CHECK(b.core_note().empty());
   b.core_env = "SkylakeX";
   b.core = "SkylakeX";  // pinned, but to AVX-512 kernels
   CHECK(b.core_note().empty());

@@ -116,12 +116,15 @@ TEST_CASE("small configs counted by hand", "[sizes]") {
     m.mla_kv_rank = 6;
     m.mla_rope_dim = 2;
     m.mla_q_rank = 0;
-    // q 8→2·(4+2), kv-down 8→6+2, kv-up 6→2·2·4, out 8→8
+    // q 8→2·(4+2), kv-down 8→6+2, kv-up 6→2·2·4, out 8→8, RMSNorm scale on the 6-wide latent
+    CHECK(count_params(m).attention_per_layer == 8 * 12 + 8 * 8 + 6 * 16 + 8 * 8 + 6);
+    m.mla_latent_norm = false;
     CHECK(count_params(m).attention_per_layer == 8 * 12 + 8 * 8 + 6 * 16 + 8 * 8);
+    m.mla_latent_norm = true;
     CHECK(kv_cache_size(m).per_token_per_layer == 6 + 2);
     m.mla_q_rank = 5;
-    // q-down 8→5, q-up 5→12
-    CHECK(count_params(m).attention_per_layer == 8 * 5 + 5 * 12 + 8 * 8 + 6 * 16 + 8 * 8);
+    // q-down 8→5, q-up 5→12, RMSNorm scales on both latents (5 and 6)
+    CHECK(count_params(m).attention_per_layer == 8 * 5 + 5 * 12 + 8 * 8 + 6 * 16 + 8 * 8 + 5 + 6);
   }
   SECTION("vocab auto cannot be counted") {
     m.vocab_size = 0;

@@ -57,6 +57,43 @@ TEST_CASE("a spec point may start from its own base config", "[sweep]") {
   CHECK_THROWS_WITH(expand(load_spec(dir.file("exp/bad.yaml")), false), Catch::Contains("missing.yaml"));
 }
 
+TEST_CASE("match_params re-matches the other points' d_ff to the reference's parameter count", "[sweep]") {
+  TempDir dir;
+  dir.write("base.yaml", "model:
+  vocab_size: 40
+  d_ff: 256
+");
+  auto path = dir.write("spec.yaml",
+                        "base: base.yaml
+match_params: plain
+"
+                        "points:
+  plain: {model.ffn: relu}
+  gated: {model.ffn: swiglu, model.bias: false}
+"
+                        "  near: {model.d_ff: 257}
+");
+  auto points = expand(load_spec(path), false);
+  REQUIRE(points.size() == 3);
+  const int64_t target = count_params(points[0].config.model).total();
+  CHECK(points[0].config.model.d_ff == 256);
+  CHECK(points[2].config.model.d_ff == 257);  // within 1% already: left alone
+  const ModelConfig& g = points[1].config.model;
+  CHECK(g.d_ff != 256);
+  CHECK(points[1].overrides.back() == "model.d_ff=" + std::to_string(g.d_ff));
+  // the closest width: one more or one less is no closer (a naive scan over d_ff)
+  const auto gap = [&](int f) { ModelConfig m = g; m.d_ff = f; return std::llabs(count_params(m).total() - target); };
+  CHECK(gap(g.d_ff) <= gap(g.d_ff - 1));
+  CHECK(gap(g.d_ff) <= gap(g.d_ff + 1));
+  CHECK(gap(g.d_ff) < target / 100);
+  dir.write("bad.yaml", "base: base.yaml
+match_params: nosuch
+points:
+  a: {model.ffn: relu}
+");
+  CHECK_THROWS_WITH(load_spec(dir.file("bad.yaml")), Catch::Contains("match_params") && Catch::Contains("nosuch"));
+}
+
 TEST_CASE("malformed specs are rejected before anything runs", "[sweep]") {
   TempDir dir;
   dir.write("base.yaml", "model:\n  d_model: 32\n");

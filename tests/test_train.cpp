@@ -154,6 +154,32 @@ TEST_CASE("packed layout trains on fixed-length rows", "[train]") {
   CHECK(std::isnan(r.test.far_acc));  // pronoun metric is defined on whole documents only
 }
 
+TEST_CASE("mean train loss over the last epoch and the first steps: the mean of metrics.csv's rows", "[train]") {
+  // Packed rows: every batch has batch_size x seq_len targets, so the token-weighted mean is the
+  // plain mean of the per-step losses metrics.csv lists (6 decimals).
+  TempDir dir;
+  Config cfg = small_config();
+  apply_override(cfg, "data.layout=packed");
+  apply_override(cfg, "data.seq_len=32");
+  apply_override(cfg, "train.steps=0");
+  apply_override(cfg, "train.epochs=2");
+  RunResult r = train_run(cfg, small_corpus(), {0, dir.path.string(), false});
+  REQUIRE(r.status == "ok");
+  Table m = read_csv((dir.path / "metrics.csv").string());
+  const int loss = column(m, "train_loss");
+  const int64_t per_epoch = r.steps / 2;
+  double last = 0, first = 0;
+  int64_t n_first = 0;
+  for (int64_t s = 0; s < r.steps; ++s) {
+    const double v = std::stod(m.rows[s][loss]);
+    if (s >= r.steps - per_epoch) last += v;
+    if (s < kFirstSteps) first += v, ++n_first;
+  }
+  CHECK(r.train_loss_last_epoch == Approx(last / per_epoch).margin(2e-6));
+  CHECK(r.train_loss_first == Approx(first / n_first).margin(2e-6));
+  CHECK(r.train_loss_last_epoch < r.train_loss_first);
+}
+
 TEST_CASE("lmx train: 30-step smoke run of every preset, summary and refusal to overwrite", "[train][cli]") {
   TempDir dir;
   for (const char* preset : {"textbook", "original", "llama"}) {

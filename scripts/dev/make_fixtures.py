@@ -25,8 +25,8 @@ BASE = dict(vocab_size=16, d_model=16, n_layers=2, n_heads=4, n_kv_heads=0, head
             ffn="relu", swish_beta=1.0, d_ff=24, norm="layernorm", norm_eps=1e-5, norm_placement="pre",
             attention="mha", mla_kv_rank=8, mla_q_rank=0, mla_rope_dim=0, position="sinusoidal",
             rope_theta=10000.0, rope_layout="half", rope_scaling="none", rope_factor=1.0, rope_original_len=0,
-            yarn_beta_fast=32.0, yarn_beta_slow=1.0, t5_num_buckets=32, t5_max_distance=128, bias=True,
-            tie_embeddings=False)
+            yarn_beta_fast=32.0, yarn_beta_slow=1.0, t5_num_buckets=32, t5_max_distance=128, t5_shared=True, mla_latent_norm=True,
+            bias=True, tie_embeddings=False, embed_scale="1")
 
 FIXTURES = {
     # the lecture's textbook model, smaller: pre-norm LayerNorm, sinusoidal, ReLU, biases
@@ -48,6 +48,12 @@ FIXTURES = {
                 norm="rmsnorm"),
     # learned absolute positions, plain swish FFN with β = 0.5
     "learned_swish": dict(position="learned", ffn="swish", swish_beta=0.5),
+    # T5 bias with one table per layer (t5_shared false), token embeddings scaled by √d_model
+    "t5_per_layer_scaled": dict(position="t5_bias", t5_shared=False, t5_num_buckets=8, t5_max_distance=16,
+                                embed_scale="sqrt_d"),
+    # MLA without the latent norms (mla_latent_norm false), full-rank queries
+    "mla_no_latent_norm": dict(attention="mla", position="rope", mla_kv_rank=8, mla_q_rank=0, mla_rope_dim=4,
+                               mla_latent_norm=False, ffn="swiglu", norm="rmsnorm", bias=False),
 }
 
 GATED = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}
@@ -72,6 +78,11 @@ def act(name, x, beta):
 def linear(P, prefix, x):
     y = x @ P[prefix + ".weight"].T
     return y + P[prefix + ".bias"] if prefix + ".bias" in P else y
+
+
+def rms_norm(P, prefix, x, eps):
+    """DeepSeek-V2's RMSNorm on an MLA latent."""
+    return x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps) * P[prefix + ".weight"]
 
 
 def norm(c, P, prefix, x):
@@ -163,7 +174,9 @@ def score_bias(c, P, prefix, H, T):
         ctx = torch.arange(T)[:, None]
         mem = torch.arange(T)[None, :]
         buckets = t5_bucket(mem - ctx, c["t5_num_buckets"], c["t5_max_distance"])
-        return P[prefix + ".relative_attention_bias.weight"][buckets].permute(2, 0, 1)
+        # T5 shares one table among the layers (held by layer 0); t5_shared false: one per layer
+        table = "model.layers.0.self_attn" if c["t5_shared"] else prefix
+        return P[table + ".relative_attention_bias.weight"][buckets].permute(2, 0, 1)
     return 0.0
 
 
@@ -179,12 +192,19 @@ def attention(c, P, prefix, x):
     D = c["head_dim"] or c["d_model"] // H
     if c["attention"] == "mla":
         R, r = c["mla_rope_dim"], c["mla_kv_rank"]
-        q = linear(P, prefix + ".q_b_proj", linear(P, prefix + ".q_a_proj", x)) if c["mla_q_rank"] \
-            else linear(P, prefix + ".q_proj", x)
+        if c["mla_q_rank"]:
+            q_latent = linear(P, prefix + ".q_a_proj", x)
+            if c["mla_latent_norm"]:
+                q_latent = rms_norm(P, prefix + ".q_a_layernorm", q_latent, c["norm_eps"])
+            q = linear(P, prefix + ".q_b_proj", q_latent)
+        else:
+            q = linear(P, prefix + ".q_proj", x)
         q = q.view(B, T, H, D + R).transpose(1, 2)
         q_nope, q_pe = q[..., :D], q[..., D:]
         ckv = linear(P, prefix + ".kv_a_proj_with_mqa", x)
         latent, k_pe = ckv[..., :r], ckv[..., r:].view(B, T, 1, R).transpose(1, 2)
+        if c["mla_latent_norm"]:
+            latent = rms_norm(P, prefix + ".kv_a_layernorm", latent, c["norm_eps"])
         kv = linear(P, prefix + ".kv_b_proj", latent).view(B, T, H, 2 * D).transpose(1, 2)
         k_nope, v = kv[..., :D], kv[..., D:]
         query = torch.cat([q_nope, rope(c, q_pe)], -1)
@@ -215,6 +235,8 @@ def mlp(c, P, prefix, x):
 def forward(c, P, tokens):
     T = tokens.shape[1]
     x = P["model.embed_tokens.weight"][tokens]
+    if c["embed_scale"] == "sqrt_d":
+        x = x * math.sqrt(c["d_model"])
     if c["position"] == "sinusoidal":
         x = x + sinusoidal(T, c["d_model"])
     if c["position"] == "learned":
@@ -260,17 +282,21 @@ def shapes(c):
             R, r, rq = c["mla_rope_dim"], c["mla_kv_rank"], c["mla_q_rank"]
             if rq:
                 lin(a + ".q_a_proj", C, rq)
+                if c["mla_latent_norm"]:
+                    out.append((a + ".q_a_layernorm.weight", (rq,)))
                 lin(a + ".q_b_proj", rq, H * (D + R))
             else:
                 lin(a + ".q_proj", C, H * (D + R))
             lin(a + ".kv_a_proj_with_mqa", C, r + R)
+            if c["mla_latent_norm"]:
+                out.append((a + ".kv_a_layernorm.weight", (r,)))
             lin(a + ".kv_b_proj", r, H * 2 * D)
         else:
             lin(a + ".q_proj", C, H * D)
             lin(a + ".k_proj", C, Hk * D)
             lin(a + ".v_proj", C, Hk * D)
         lin(a + ".o_proj", H * D, C)
-        if c["position"] == "t5_bias":
+        if c["position"] == "t5_bias" and (i == 0 or not c["t5_shared"]):
             out.append((a + ".relative_attention_bias.weight", (c["t5_num_buckets"], H)))
         m = f"model.layers.{i}.mlp"
         F_ = c["d_ff"]
@@ -293,7 +319,7 @@ def random_weights(c, seed):
     g = torch.Generator().manual_seed(seed)
     P = {}
     for name, shape in shapes(c):
-        if "layernorm" in name or name.startswith("model.norm"):
+        if "layernorm" in name or name.startswith("model.norm"):  # incl. the MLA latents' norms
             t = 1 + 0.2 * torch.randn(shape, generator=g) if name.endswith("weight") else 0.2 * torch.randn(shape, generator=g)
         elif name.endswith(".bias"):
             t = 0.2 * torch.randn(shape, generator=g)

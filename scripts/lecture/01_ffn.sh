@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lecture section 01, FFN: activations and gating (LECTURE.md 01.1-01.4).
 #   scripts/lecture/01_ffn.sh [--quick] [--jobs N] [--out DIR]
-# Tables: activations, ffn_params (probes), ffn_training (relu/gelu/silu/swiglu, 2 seeds,
+# Tables: activations, ffn_params (probes), ffn_training (relu/gelu/silu/swiglu, 3 seeds,
 # 6 epochs), sparsity (exact zeros and dead neurons per layer, lr 3e-3 / 0.01 / 0.03).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 01_ffn "$@"
@@ -9,7 +9,20 @@ lecture_init 01_ffn "$@"
 probe activations activations
 probe ffn-params ffn_params
 
+"$LMX" -q data stats "$ROOT/configs/textbook.yaml" "${TINY[@]}" > "$R/world.txt"
 sweep 01_ffn.yaml ffn ffn_training
+# Where the textbook model (the relu point) is off the truth: training split vs test split.
+echo "seed,split,ppl,true_ppl,above_truth_pct" > "$R/textbook_gap.csv"
+for run in "$RUNS"/ffn/runs/*/seed*; do
+  [[ "$(run_point "$run")" == relu ]] || continue
+  for split in train test; do
+    "$LMX" -q --threads 1 eval "$run/model.safetensors" --split "$split" --csv "$RUNS/gap.tmp.csv" > /dev/null
+    awk -F, -v s="${run##*/seed}" -v sp="$split" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+      NR == 2 { printf "%s,%s,%.4f,%.4f,%.2f\n", s, sp, $c["ppl"], $c["true_ppl"], 100 * ($c["ppl"] / $c["true_ppl"] - 1) }' \
+      "$RUNS/gap.tmp.csv" >> "$R/textbook_gap.csv"
+  done
+done
+csv_md "$R/textbook_gap.csv" > "$R/textbook_gap.md"
 
 sweep 01_sparsity.yaml sparsity_lr sparsity_lr
 # Sparsity of every trained FFN: the 01.3 runs (lr 3e-3) and the higher-lr ReLU runs.

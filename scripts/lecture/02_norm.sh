@@ -2,20 +2,20 @@
 # Lecture section 02, normalization (LECTURE.md 02.1-02.4).
 #   scripts/lecture/02_norm.sh [--quick] [--jobs N] [--out DIR]
 # Tables: norm_invariance, gradnorm (post vs pre at depths 6/12/24, figure gradnorm.png),
-# warmup (6 layers, {post, pre} x {lr 1e-3, 5e-3, 5e-3 + 200 warm-up}, 2 seeds; figure
-# warmup_curves.png), layernorm_vs_rmsnorm (pre-norm, 2 seeds).
+# warmup (6 layers, {post, pre} x {lr 1e-3, 5e-3, 5e-3 + 200 warm-up}, 3 seeds; figure
+# warmup_curves.png), layernorm_vs_rmsnorm (pre-norm, 3 seeds).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 02_norm "$@"
 
 probe norm-invariance norm_invariance
 depths=6,12,24
 ((QUICK)) && depths=2,4
-# Gradient norms at initialization, with our default init (N(0, 0.02²), GPT-2 style) and
-# with σ = 0.125 = the Xavier/Glorot std of a 64x64 matrix (the init of Xiong et al. 2020,
-# whose analysis the lecture's post- vs pre-norm claim comes from).
-printf 'extends: %s\nmodel: {init_std: 0.125}\n' "$ROOT/configs/textbook.yaml" > "$RUNS/textbook-xavier.yaml"
+# Gradient norms at initialization, with the textbook preset's init (PyTorch's module
+# defaults, as the lecture's models) and, for contrast, with N(0, 0.02²) everywhere
+# (GPT-2 style, model.init normal): the init under which our earlier runs saw no growth.
+printf 'extends: %s\nmodel: {init: normal, init_std: 0.02}\n' "$ROOT/configs/textbook.yaml" > "$RUNS/textbook-normal.yaml"
 probe gradnorm gradnorm --depths "$depths"
-probe gradnorm gradnorm_xavier --depths "$depths" --config "$RUNS/textbook-xavier.yaml"
+probe gradnorm gradnorm_normal --depths "$depths" --config "$RUNS/textbook-normal.yaml"
 
 # Figures: gradient norm of each layer's FFN output matrix, by depth and placement.
 # gradnorm*.csv columns: depth, placement, layer, grad norm (one row per layer).
@@ -38,8 +38,8 @@ gradnorm_png() {
     echo
   } | plot_png "$png" "$title"
 }
-gradnorm_png "$R/gradnorm.csv" "$R/gradnorm.png" "Gradient norm by layer at init (std 0.02): post- vs pre-norm"
-gradnorm_png "$R/gradnorm_xavier.csv" "$R/gradnorm_xavier.png" "Gradient norm by layer at init (std 0.125, Xavier): post- vs pre-norm"
+gradnorm_png "$R/gradnorm.csv" "$R/gradnorm.png" "Gradient norm by layer at init (PyTorch defaults): post- vs pre-norm"
+gradnorm_png "$R/gradnorm_normal.csv" "$R/gradnorm_normal.png" "Gradient norm by layer at init (N(0, 0.02^2)): post- vs pre-norm"
 
 sweep 02_warmup.yaml warmup warmup
 # Figure: validation perplexity during training (seed 0), unigram perplexity for reference.

@@ -3,7 +3,7 @@
 #   scripts/lecture/04_position.sh [--quick] [--jobs N] [--out DIR]
 # Tables: rope_relative, rope_decay (figure rope_decay.png), t5_buckets, rope_layout,
 # extrapolation (packed training at length 64 for 600 steps, test at 512: NLL by
-# position range for six encodings, 2 seeds; figure nll_by_position.png).
+# position range for six encodings, 3 seeds; figure nll_by_position.png).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 04_position "$@"
 
@@ -21,7 +21,7 @@ plot '$R/rope_decay.csv' every ::1 using (\$1 > 0 ? \$1 : 0.5):2 with linespoint
 EOP
 
 # Length extrapolation: one lmx process per seed, side by side with --jobs > 1.
-steps=600 test_len=512 seeds="0 1"
+steps=600 test_len=512 seeds="0 1 2"
 ((QUICK)) && steps=20 test_len=128 seeds="0"
 for seed in $seeds; do
   args=(-q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" --train-len 64 --test-len "$test_len"

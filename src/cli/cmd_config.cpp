@@ -39,6 +39,23 @@ void add_config_commands(CLI::App& app, Globals& g) {
                      "inherits a base, later files win, and `--set section.key=value` overrides last.\n"
                      "`auto` (written for 0 in int fields that allow it) means: derive the value.\n\n";
       std::cout << fields_markdown();
+      if (*doc)
+        std::cout
+            << "\n## Initialization\n\n"
+               "`model.init` chooses how the weights start; `model.embed_scale` whether token embeddings are\n"
+               "multiplied by √d_model in the forward pass.\n\n"
+               "- `normal`: every matrix and table N(0, `init_std`²), biases 0 (GPT-2 style; `init_std` 0.02).\n"
+               "- `torch_default`: what PyTorch's modules do when constructed, the init of the lecture's\n"
+               "  models: nn.Linear's weight and bias U(−1/√fan_in, 1/√fan_in), nn.Embedding N(0, 1)\n"
+               "  (token embeddings, learned positions, the T5 bias table), norms 1 and 0.\n\n"
+               "The presets (configs/textbook.yaml, and original/llama through it) use `torch_default`,\n"
+               "because the lecture's findings were measured under it and two of them depend on it (see\n"
+               "docs/results_notes.md). Under `normal` with σ = 0.02 the token embeddings (norm ≈ 0.16)\n"
+               "are swamped by unit-amplitude sinusoids (norm ≈ 5.7), so layer 0 mostly sees position, and\n"
+               "~50 of 256 ReLU units are dead in layer 0 after training at the default lr (lecture F4: none);\n"
+               "with small matrices post-norm's gradient norm at init stays flat over depth, while\n"
+               "PyTorch's defaults give the lecture's growth (N2). `embed_scale: sqrt_d` (Vaswani et al.\n"
+               "2017) is the other remedy for the first problem; the presets keep 1, as the lecture.\n";
       return 0;
     };
   });

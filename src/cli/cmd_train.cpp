@@ -223,7 +223,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
   auto ea = std::make_shared<EvalArgs>();
   auto* eval = app.add_subcommand("eval", "Evaluate a checkpoint: loss, perplexity, true perplexity, pronoun accuracy");
   eval->add_option("checkpoint", ea->ckpt, "model.safetensors written by lmx train")->required();
-  eval->add_option("--split", ea->split, "val or test (default test)");
+  eval->add_option("--split", ea->split, "train, val or test (default test)");
   eval->add_option("--layout", ea->layout, "doc or packed (default: the training layout)");
   eval->add_option("--seq-len", ea->seq_len, "packed: row length (default: the training seq_len)");
   eval->add_option("--by-position", ea->by_position, "range starts for mean NLL by position, e.g. 0,64,128,256");

@@ -192,7 +192,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     if (!p.empty() && fs::path(p).is_relative() && !fs::exists(p))
       p = (fs::path(path).parent_path() / p).lexically_normal().string();
   };
-  rebase(cfg.data.grammar);
+  // A bare name (no "/" or ".") names a built-in grammar under data/ (garden, garden_v1).
+  if (cfg.data.grammar.find_first_of("/.") != std::string::npos) rebase(cfg.data.grammar);
   rebase(cfg.data.text_path);
   validate(cfg);
   return cfg;

@@ -30,6 +30,7 @@ struct ModelConfig {
   int mla_q_rank = 0;          // MLA: rank of the query latent; 0 = full-rank queries
   int mla_rope_dim = 8;        // MLA: per-head width of the decoupled RoPE part (0 = none)
   bool mla_absorb = false;     // MLA: use the absorbed inference path (W_UK into q, W_UV into out)
+  bool mla_latent_norm = true; // MLA: RMSNorm on the KV latent (and the query latent), as DeepSeek-V2
   std::string position = "sinusoidal";  // none | sinusoidal | learned | t5_bias | rope | alibi
   double rope_theta = 10000.0;         // RoPE base θ
   std::string rope_layout = "half";    // half (i, i+d/2; Llama code) | interleaved (2i, 2i+1; RoFormer)
@@ -40,9 +41,12 @@ struct ModelConfig {
   double yarn_beta_slow = 1.0;         // yarn: ramp boundary below which dims are interpolated
   int t5_num_buckets = 32;             // T5 bias: buckets (causal)
   int t5_max_distance = 128;           // T5 bias: distance where the last bucket starts
+  bool t5_shared = true;               // T5 bias: one table shared by all layers (as T5); false = one per layer
   bool bias = true;            // biases in the linear layers
   bool tie_embeddings = false; // output head shares the token embedding matrix
-  double init_std = 0.02;      // N(0, σ²) init of linear and embedding weights (see model/init)
+  std::string init = "normal"; // normal: N(0, init_std²) everywhere | torch_default: PyTorch's module defaults (model/init.h)
+  double init_std = 0.02;      // init normal: σ of linear and embedding weights
+  std::string embed_scale = "1";  // 1 | sqrt_d: token embeddings times √d_model (Vaswani et al. 2017)
 
   int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
   int dim_head() const { return head_dim > 0 ? head_dim : (n_heads > 0 ? d_model / n_heads : 0); }
@@ -72,7 +76,7 @@ struct TrainConfig {
 
 struct DataConfig {
   std::string kind = "garden";   // garden (built-in toy language) | text (plain text, bytes)
-  std::string grammar = "";      // garden: grammar file; empty = the built-in data/garden.yaml
+  std::string grammar = "";      // garden: grammar file, or a built-in name (garden, garden_v1); empty = garden
   std::string text_path = "";    // text: a file, or a directory of .txt files
   int seed = 1234;               // corpus seed (the split streams derive from it)
   int train_docs = 8000;         // garden: documents in the training split

@@ -33,10 +33,18 @@ double true_nll_sum(const Truth& truth, const std::vector<Doc>& docs, int64_t* t
 namespace {
 
 // The same cut as make_rows: pieces of seq_len targets; piece j scores tokens [j*T + 1, ...].
-void cut_scores(const std::vector<double>& lp, int seq_len, std::vector<std::vector<double>>& out) {
+// origin[i]: where token i's document starts (its <bos>, or the <eos> before it when packed).
+// A token whose document starts before the piece is NaN: the model sees only the tail of
+// that document, so the exact p(token | whole prefix) is not what it can be compared with.
+void cut_scores(const std::vector<double>& lp, const std::vector<size_t>& origin, int seq_len,
+                std::vector<std::vector<double>>& out) {
   const size_t n = lp.size();
-  for (size_t start = 0; start + 1 < n; start += seq_len)
-    out.emplace_back(lp.begin() + start + 1, lp.begin() + std::min(n, start + seq_len + 1));
+  for (size_t start = 0; start + 1 < n; start += seq_len) {
+    std::vector<double> row(lp.begin() + start + 1, lp.begin() + std::min(n, start + seq_len + 1));
+    for (size_t j = 0; j < row.size(); ++j)
+      if (origin[start + 1 + j] < start) row[j] = std::nan("");
+    out.push_back(std::move(row));
+  }
 }
 
 }  // namespace
@@ -45,16 +53,22 @@ std::vector<std::vector<double>> row_true_logprobs(const Truth& truth, const std
                                                    int seq_len) {
   std::vector<std::vector<double>> out;
   if (layout == Layout::Doc) {
-    for (const Doc& doc : docs) cut_scores(truth.logprobs(doc), seq_len, out);
+    for (const Doc& doc : docs) {
+      auto lp = truth.logprobs(doc);
+      cut_scores(lp, std::vector<size_t>(lp.size(), 0), seq_len, out);
+    }
     return out;
   }
   std::vector<double> stream;  // aligned with make_rows' packed stream (valid documents end in <eos>)
+  std::vector<size_t> origin;  // a document after the first starts at the <eos> before it
   for (const Doc& doc : docs) {
     if (doc.empty()) continue;
     auto lp = truth.logprobs(doc);
+    const size_t begin = stream.empty() ? 0 : stream.size() - 1;
     stream.insert(stream.end(), stream.empty() ? lp.begin() : lp.begin() + 1, lp.end());
+    origin.resize(stream.size(), begin);
   }
-  cut_scores(stream, seq_len, out);
+  cut_scores(stream, origin, seq_len, out);
   return out;
 }
 

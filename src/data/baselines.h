@@ -32,8 +32,10 @@ double true_nll_sum(const Truth& truth, const std::vector<Doc>& docs, int64_t* t
 
 // The truth's log p of every target of the rows make_rows(docs, layout, seq_len, eos) makes:
 // out[r][t] scores rows[r][t + 1]. In the packed layout a document's first word (after the
-// previous <eos>) is scored as after <bos>: documents are independent. For the true NLL by
-// position of the length-extrapolation experiment.
+// previous <eos>) is scored as after <bos>: documents are independent. A target whose document
+// starts before its row (a packed row cut mid-document, or a long document's later piece) is
+// NaN: what the model sees cannot determine the exact prefix. For the true NLL by position of
+// the length-extrapolation experiment and of packed evaluation.
 std::vector<std::vector<double>> row_true_logprobs(const Truth& truth, const std::vector<Doc>& docs, Layout layout,
                                                    int seq_len);
 

@@ -13,7 +13,7 @@ namespace lmx::data {
 Garden::Garden(Grammar grammar) : g_(std::move(grammar)) {}
 
 std::shared_ptr<const Garden> Garden::load(const std::string& path) {
-  return std::make_shared<const Garden>(load_grammar(path.empty() ? default_grammar_path() : path));
+  return std::make_shared<const Garden>(load_grammar(grammar_path(path)));
 }
 
 Garden::State Garden::start() const {
@@ -177,6 +177,14 @@ std::vector<PronounSite> Garden::pronoun_sites(const Doc& doc) const {
   walk(doc, [&](size_t i, const std::vector<Next>&, const Next& chosen) {
     if (chosen.distance >= 0) out.push_back({static_cast<int>(i), chosen.distance, chosen.token});
   });
+  return out;
+}
+
+std::map<int32_t, int32_t> Garden::noun_pronouns() const {
+  std::map<int32_t, int32_t> out;
+  for (const Rule& rule : g_.rules)
+    for (const Choice& c : rule.choices)
+      if (c.bind >= 0 && !c.seq.empty() && c.seq[0].kind == Symbol::Word) out[c.seq[0].id] = g_.forms[0][c.bind];
   return out;
 }
 

@@ -6,6 +6,7 @@
 // sentence's subject. Because the grammar is unambiguous (checked on every step), the
 // state after a prefix is determined by the prefix.
 #pragma once
+#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -56,6 +57,9 @@ class Garden final : public Truth {
   std::vector<double> logprobs(const Doc& doc) const override;
   std::vector<PronounSite> pronoun_sites(const Doc& doc) const override;
   std::vector<int32_t> pronouns() const override;
+  // Nouns that bind a gender (the first word of an @gender choice) -> the first slot's form for
+  // that gender (gardener -> his): what a "which noun is the antecedent" baseline needs.
+  std::map<int32_t, int32_t> noun_pronouns() const;
 
  private:
   // Calls visit(i, options at position i, chosen option) for i = 1..n-1.

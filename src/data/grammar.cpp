@@ -86,6 +86,17 @@ std::string find_cycle(const std::vector<std::vector<int>>& edges, const std::ve
 
 std::string default_grammar_path() { return std::string(LMX_SOURCE_DIR) + "/data/garden.yaml"; }
 
+std::string grammar_path(const std::string& spec) {
+  if (spec.empty()) return default_grammar_path();
+  if (spec.find_first_of("/.") != std::string::npos) return spec;
+  const std::string builtin = std::string(LMX_SOURCE_DIR) + "/data/" + spec + ".yaml";
+  std::ifstream probe(builtin);
+  if (!probe)
+    throw InputError(fmt::format("data.grammar: '{}' is not a built-in grammar (data/{}.yaml does not exist)", spec, spec),
+                     "built-in grammars: garden (the default), garden_v1; or give a grammar file's path");
+  return builtin;
+}
+
 Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {

@@ -44,5 +44,9 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source);
 Grammar load_grammar(const std::string& path);
 // The built-in grammar file: LMX_SOURCE_DIR/data/garden.yaml.
 std::string default_grammar_path();
+// data.grammar as a file: empty = the default; a bare name (no "/" or ".") = the built-in
+// LMX_SOURCE_DIR/data/NAME.yaml (garden, garden_v1: the earlier context-free world); else the
+// path itself. InputError for an unknown bare name.
+std::string grammar_path(const std::string& spec);
 
 }  // namespace lmx::data

@@ -75,4 +75,23 @@ void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc,
   }
 }
 
+CandidateScorer noun_heuristic(const std::vector<Doc>& docs, std::map<int32_t, int32_t> noun_pronoun,
+                               std::vector<int32_t> boundaries, bool first) {
+  return [&docs, noun_pronoun = std::move(noun_pronoun), boundaries = std::move(boundaries), first](
+             size_t d, int pos, const std::vector<int32_t>& candidates) {
+    const Doc& doc = docs[d];
+    int32_t guess = -1;
+    for (int i = pos - 1; i > 0; --i) {  // back to the start of the sentence
+      if (std::find(boundaries.begin(), boundaries.end(), doc[i]) != boundaries.end()) break;
+      auto it = noun_pronoun.find(doc[i]);
+      if (it == noun_pronoun.end()) continue;
+      guess = it->second;
+      if (!first) break;  // the nearest: the first one found going back
+    }
+    std::vector<double> scores;
+    for (int32_t c : candidates) scores.push_back(c == guess ? 1.0 : 0.0);
+    return scores;
+  };
+}
+
 }  // namespace lmx::data

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "data/corpus.h"
@@ -40,5 +41,12 @@ void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc,
                        const std::vector<std::vector<double>>& rows);
 void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
                        const torch::Tensor& logits);
+
+// Baselines without a model: the pronoun of the FIRST (first = true) or of the NEAREST gendered
+// noun of the sentence so far (a sentence starts after <bos> or a `boundaries` token such as
+// "."); noun_pronoun maps a noun to its pronoun (Garden::noun_pronouns). With pronoun_accuracy
+// this measures how much of the task such a shortcut solves. docs must outlive the scorer.
+CandidateScorer noun_heuristic(const std::vector<Doc>& docs, std::map<int32_t, int32_t> noun_pronoun,
+                               std::vector<int32_t> boundaries, bool first);
 
 }  // namespace lmx::data

@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "config/fields.h"
+#include "data/corpus.h"
+#include "model/sizes.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
@@ -64,7 +68,7 @@ ExperimentSpec load_spec_body(const std::string& path) {
     throw InputError(fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   if (!root.IsMap()) throw InputError(fmt::format("{}: an experiment spec is a mapping (kind, base, seeds, set, points, grid, quick)", path));
-  static const std::vector<std::string> keys = {"kind", "base", "seeds", "set", "points", "grid", "quick", "description"};
+  static const std::vector<std::string> keys = {"kind", "base", "seeds", "set", "points", "grid", "quick", "description", "match_params"};
   for (const auto& kv : root) {
     const std::string key = scalar(path, kv.first, "a key");
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
@@ -90,12 +94,17 @@ ExperimentSpec load_spec_body(const std::string& path) {
       }
     }
   }
+  if (auto m = root["match_params"]) spec.match_params = scalar(path, m, "match_params");
   spec.set = overrides(path, root["set"], "set");
   spec.quick = overrides(path, root["quick"], "quick");
   if (auto p = root["points"]) {
     if (!p.IsMap()) throw InputError(fmt::format("{}: points expects a mapping name: {{key: value, ...}}", at(path, p)));
     for (const auto& kv : p) spec.points.emplace_back(scalar(path, kv.first, "a point name"), overrides(path, kv.second, "a point"));
   }
+  if (!spec.match_params.empty() &&
+      std::none_of(spec.points.begin(), spec.points.end(), [&](const auto& p) { return p.first == spec.match_params; }))
+    throw InputError(fmt::format("{}: match_params: '{}' is not one of the points", at(path, root["match_params"]),
+                                 spec.match_params));
   if (auto g = root["grid"]) {
     if (!g.IsMap()) throw InputError(fmt::format("{}: grid expects a mapping key: [values]", at(path, g)));
     for (const auto& kv : g) {
@@ -133,6 +142,26 @@ void add_cli_sets(ExperimentSpec& spec, const std::vector<std::string>& sets) {
   }
 }
 
+namespace {
+
+// match_params: every point whose parameter count is more than 1% away from the reference
+// point's (the first grid point of that name) gets the model.d_ff that comes closest to it, as
+// lmx ablate re-matches its steps; the override is recorded in the point's overrides.
+void match_point_params(const ExperimentSpec& spec, std::vector<GridPoint>& points) {
+  auto ref = std::find_if(points.begin(), points.end(), [&](const GridPoint& p) { return p.base_name == spec.match_params; });
+  const Config& rc = ref->config;
+  const int vocab = rc.model.vocab_size > 0 ? rc.model.vocab_size : data::load_corpus(rc.data).vocab.size();
+  const int64_t target = params_of(rc.model, vocab);
+  for (auto& p : points) {
+    if (std::llabs(params_of(p.config.model, vocab) - target) <= target / 100) continue;
+    const int f = match_d_ff(p.config.model, vocab, target);
+    p.config.model.d_ff = f;
+    p.overrides.push_back(fmt::format("model.d_ff={}", f));
+  }
+}
+
+}  // namespace
+
 std::vector<GridPoint> expand(const ExperimentSpec& spec, bool quick) {
   std::vector<std::pair<std::string, std::vector<std::string>>> points = spec.points;
   if (points.empty()) points.emplace_back("", std::vector<std::string>{});
@@ -164,6 +193,7 @@ std::vector<GridPoint> expand(const ExperimentSpec& spec, bool quick) {
       } catch (const InputError& e) {
         throw InputError(fmt::format("{}: point '{}': {}", spec.path, gp.name, e.what()), e.hint());
       }
+      gp.base_name = pname;
       gp.config.name = gp.name;
       out.push_back(std::move(gp));
       size_t a = 0;
@@ -171,6 +201,7 @@ std::vector<GridPoint> expand(const ExperimentSpec& spec, bool quick) {
       if (a == idx.size()) break;
     }
   }
+  if (!spec.match_params.empty()) match_point_params(spec, out);
   return out;
 }
 

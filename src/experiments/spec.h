@@ -12,6 +12,8 @@
 //   grid:                            # axes (optional): key -> list of values
 //     train.lr: [0.01, 0.03]
 //   quick: {train.steps: 30}         # --quick: these overrides and the first seed only
+//   match_params: relu               # optional: re-match every other point's d_ff to this point's
+//                                    # parameter count (within 1%), as lmx ablate does
 #pragma once
 #include <string>
 #include <utility>
@@ -23,6 +25,7 @@ namespace lmx {
 
 struct GridPoint {
   std::string name;                    // "swiglu" or "swiglu,train.lr=0.01"
+  std::string base_name;               // the point's name without the grid part ("swiglu")
   std::vector<std::string> overrides;  // key=value, applied after the spec's `set`
   Config config;                       // base + set + overrides (+ quick), validated
 };
@@ -36,6 +39,7 @@ struct ExperimentSpec {
   std::vector<std::pair<std::string, std::vector<std::string>>> points;  // name -> key=value
   std::vector<std::pair<std::string, std::vector<std::string>>> grid;    // key -> values
   std::vector<std::string> quick;
+  std::string match_params;            // a point whose parameter count the others match (d_ff)
 };
 
 // Parses and checks a spec (unknown keys, types) naming file:line:column; InputError.

@@ -7,8 +7,12 @@ namespace lmx {
 
 void Attention::attach_position(std::shared_ptr<Position> position) {
   position_ = std::move(position);
-  // A per-layer scheme (T5 bias) belongs to this layer; a shared one is registered once by the model.
-  if (position_->per_layer() && !position_->parameters().empty()) register_module(position_->module_name(), position_);
+  // A per-layer scheme (T5 bias) belongs to the first layer that attaches it (one table per
+  // layer, or layer 0 with t5_shared); a model-wide one is registered once by the model.
+  if (position_->per_layer() && !position_->parameters().empty() && !position_->attached) {
+    register_module(position_->module_name(), position_);
+    position_->attached = true;
+  }
 }
 
 torch::Tensor causal_softmax(const torch::Tensor& scores, int64_t q_start) {

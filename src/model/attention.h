@@ -19,6 +19,8 @@
 
 namespace lmx {
 
+class RMSNormImpl;
+
 // The attention kind: x (B, T, C) -> (B, T, C).
 class Attention : public torch::nn::Module {
  public:
@@ -85,6 +87,8 @@ class MultiHeadLatentAttentionImpl : public Attention {
   bool absorb = false;  // path used by forward; starts as cfg.mla_absorb
   torch::nn::Linear q_proj{nullptr}, q_a_proj{nullptr}, q_b_proj{nullptr};
   torch::nn::Linear kv_a_proj_with_mqa{nullptr}, kv_b_proj{nullptr}, o_proj{nullptr};
+  // RMSNorms on the latents (model.mla_latent_norm), as DeepSeek-V2; null when off.
+  std::shared_ptr<RMSNormImpl> q_a_layernorm, kv_a_layernorm;
 
  private:
   struct Projected {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/attention.h"
+#include "model/norm.h"
 #include "model/position/rope.h"
 #include "util/error.h"
 
@@ -29,11 +30,13 @@ MultiHeadLatentAttentionImpl::MultiHeadLatentAttentionImpl(const ModelConfig& cf
   const int64_t C = cfg.d_model, H = n_heads_, D = head_dim_, R = rope_dim_;
   if (q_rank_ > 0) {
     q_a_proj = register_module("q_a_proj", linear(C, q_rank_, /*with_bias=*/cfg.bias));
+    if (cfg.mla_latent_norm) q_a_layernorm = register_module("q_a_layernorm", std::make_shared<RMSNormImpl>(q_rank_, cfg.norm_eps));
     q_b_proj = register_module("q_b_proj", linear(q_rank_, H * (D + R), /*with_bias=*/cfg.bias));
   } else {
     q_proj = register_module("q_proj", linear(C, H * (D + R), /*with_bias=*/cfg.bias));
   }
   kv_a_proj_with_mqa = register_module("kv_a_proj_with_mqa", linear(C, kv_rank_ + R, /*with_bias=*/cfg.bias));
+  if (cfg.mla_latent_norm) kv_a_layernorm = register_module("kv_a_layernorm", std::make_shared<RMSNormImpl>(kv_rank_, cfg.norm_eps));
   kv_b_proj = register_module("kv_b_proj", linear(kv_rank_, H * 2 * D, /*with_bias=*/cfg.bias));
   o_proj = register_module("o_proj", linear(H * D, C, /*with_bias=*/cfg.bias));
   attach_position(std::move(position));
@@ -49,13 +52,15 @@ torch::Tensor MultiHeadLatentAttentionImpl::w_uv() {
 
 MultiHeadLatentAttentionImpl::Projected MultiHeadLatentAttentionImpl::project(const torch::Tensor& x, int64_t start) {
   const int64_t B = x.size(0), T = x.size(1), H = n_heads_, D = head_dim_, R = rope_dim_;
-  auto q = q_rank_ > 0 ? q_b_proj(q_a_proj(x)) : q_proj(x);  // (B, T, H·(D+R))
+  // DeepSeek-V2 normalizes both latents with an RMSNorm (q_a_layernorm, kv_a_layernorm).
+  auto q = q_proj ? q_proj(x) : q_b_proj(q_a_layernorm ? q_a_layernorm->forward(q_a_proj(x)) : q_a_proj(x));  // (B, T, H·(D+R))
   q = q.view({B, T, H, D + R}).transpose(1, 2);              // (B, H, T, D+R)
   auto kv = kv_a_proj_with_mqa(x);                           // (B, T, r+R)
   Projected p;
   p.q_nope = q.slice(-1, 0, D);                                               // (B, H, T, D)
   p.q_pe = position_->rotate(q.slice(-1, D), start);                          // (B, H, T, R)
   p.c = kv.slice(-1, 0, kv_rank_);                                            // (B, T, r)
+  if (kv_a_layernorm) p.c = kv_a_layernorm->forward(p.c);
   p.k_pe = position_->rotate(kv.slice(-1, kv_rank_).unsqueeze(1), start).squeeze(1);  // (B, T, R)
   return p;
 }

@@ -1,24 +1,52 @@
 #include "model/init.h"
 
+#include <cmath>
+
 #include "model/norm.h"
+#include "util/error.h"
 
 namespace lmx {
 
-void init_weights(torch::nn::Module& model, double init_std) {
+namespace {
+
+// A module whose "weight" is a table looked up by index (nn.Embedding in PyTorch): token
+// embeddings, learned positions, the T5 bias. Every other module with a 2-D "weight" is a
+// linear layer (out, in).
+bool is_table(const std::string& name) {
+  auto ends_with = [&](const std::string& s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends_with("embed_tokens") || ends_with("embed_positions") || ends_with("relative_attention_bias");
+}
+
+}  // namespace
+
+void init_weights(torch::nn::Module& model, const ModelConfig& cfg) {
   torch::NoGradGuard no_grad;
-  auto visit = [init_std](torch::nn::Module& m) {
+  const bool torch_default = cfg.init == "torch_default";
+  if (!torch_default && cfg.init != "normal")
+    throw InputError("model.init: unknown initialization '" + cfg.init + "'; valid: normal, torch_default");
+  auto visit = [&](const std::string& name, torch::nn::Module& m) {
     const bool is_norm = dynamic_cast<Norm*>(&m) != nullptr;
-    for (auto& p : m.named_parameters(/*recurse=*/false)) {
-      if (p.key() == "bias")
-        p.value().zero_();
-      else if (is_norm)
-        p.value().fill_(1.0);
+    auto params = m.named_parameters(/*recurse=*/false);
+    // A linear layer's bound 1/√fan_in; a tied head has no weight of its own: fan_in = d_model.
+    const auto* weight = params.find("weight");
+    const int64_t fan_in = weight && weight->dim() == 2 ? weight->size(1) : cfg.d_model;
+    const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    for (auto& p : params) {
+      const bool is_bias = p.key() == "bias";
+      if (is_norm)
+        p.value().fill_(is_bias ? 0.0 : 1.0);
+      else if (!torch_default)
+        is_bias ? p.value().zero_() : p.value().normal_(0.0, cfg.init_std);
+      else if (is_table(name))
+        p.value().normal_(0.0, 1.0);
       else
-        p.value().normal_(0.0, init_std);
+        p.value().uniform_(-bound, bound);
     }
   };
-  visit(model);
-  for (auto& child : model.modules(/*include_self=*/false)) visit(*child);
+  visit("", model);
+  for (auto& child : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) visit(child.key(), *child.value());
 }
 
 }  // namespace lmx

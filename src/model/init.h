@@ -2,12 +2,22 @@
 #pragma once
 #include <torch/nn/module.h>
 
+#include "config/config.h"
+
 namespace lmx {
 
-// Every parameter named "bias" -> 0; every Norm's scale ("weight") -> 1; every other
-// parameter (linear weights, token embeddings, learned positions, T5 bias tables) ->
-// N(0, init_std²). Output projections (o_proj, down_proj) are NOT scaled by depth: all
-// matrices share one σ. Uses torch's global generator: seed it with torch::manual_seed.
-void init_weights(torch::nn::Module& model, double init_std);
+// Every Norm's scale ("weight") -> 1 and its shift ("bias") -> 0 under both schemes. Then
+// by cfg.init:
+//   normal         every parameter named "bias" -> 0; every other one (linear weights, token
+//                  embeddings, learned positions, T5 bias tables) -> N(0, init_std²). Output
+//                  projections are NOT scaled by depth: all matrices share one σ.
+//   torch_default  what PyTorch's modules do on construction: a linear layer (fan_in = in
+//                  features) -> weight and bias U(−1/√fan_in, 1/√fan_in) (nn.Linear's
+//                  kaiming_uniform_(a=√5) and its bias rule); an embedding table (tokens,
+//                  learned positions, T5 bias) -> N(0, 1) (nn.Embedding). The output head is
+//                  a linear layer of fan_in d_model; tied, it keeps the embedding's N(0, 1)
+//                  and only its bias is drawn.
+// Uses torch's global generator: seed it with torch::manual_seed.
+void init_weights(torch::nn::Module& model, const ModelConfig& cfg);
 
 }  // namespace lmx

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "model/attention.h"
 #include "model/block.h"
 #include "model/ffn.h"
@@ -61,14 +63,16 @@ ModernLMImpl::ModernLMImpl(const ModelConfig& cfg) : cfg_(cfg), parts_(std::make
     p.model->register_module(p.position->module_name(), p.position);
   auto layers = p.model->register_module("layers", torch::nn::ModuleList());
   for (int i = 0; i < cfg.n_layers; ++i) {
-    auto layer_position = p.position->per_layer() ? make_position(cfg) : p.position;
+    // A per-layer scheme (T5 bias) gets a table per layer, or with t5_shared one table that
+    // layer 0 owns (T5: "model.layers.0.self_attn.relative_attention_bias") and every layer reads.
+    auto layer_position = p.position->per_layer() && !(cfg.position == "t5_bias" && cfg.t5_shared) ? make_position(cfg) : p.position;
     auto block = std::make_shared<BlockImpl>(cfg, layer_position);
     layers->push_back(block);
     p.layers.push_back(block);
   }
   if (cfg.norm_placement == "pre") p.norm = p.model->register_module("norm", make_norm(cfg, cfg.d_model));
   p.lm_head = register_module("lm_head", std::make_shared<LmHeadImpl>(cfg, p.embed_tokens->weight));
-  init_weights(*this, cfg.init_std);
+  init_weights(*this, cfg);
 }
 
 torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache) {
@@ -79,6 +83,7 @@ torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache)
   const int64_t start = cache ? cache->length : 0;
   if (cache && cache->layers.size() != p.layers.size()) cache->layers.resize(p.layers.size());
   auto x = p.embed_tokens(tokens);  // (B, T, C)
+  if (cfg_.embed_scale == "sqrt_d") x = x * std::sqrt(static_cast<double>(cfg_.d_model));
   x = p.position->embed(x, start);
   for (size_t i = 0; i < p.layers.size(); ++i) x = p.layers[i]->forward(x, start, cache ? &cache->layers[i] : nullptr);
   if (p.norm) x = p.norm->forward(x);

@@ -8,9 +8,10 @@
 //   model.embed_positions.weight                       (max_seq_len, C) learned positions only
 //   model.layers.{i}.input_layernorm.{weight,bias}     norm around attention (bias: layernorm)
 //   model.layers.{i}.self_attn.{q,k,v,o}_proj.{weight,bias}   MHA/GQA/MQA (bias: model.bias)
-//   model.layers.{i}.self_attn.relative_attention_bias.weight  (num_buckets, H) T5 bias only
+//   model.layers.{i}.self_attn.relative_attention_bias.weight  (num_buckets, H) T5 bias only;
+//       with t5_shared (as T5) only layer 0 holds it and every layer reads it
 //   model.layers.{i}.self_attn.q_proj | q_a_proj + q_b_proj, kv_a_proj_with_mqa, kv_b_proj,
-//       o_proj                                         MLA, as DeepSeek-V2 (no latent norms)
+//       o_proj, q_a_layernorm, kv_a_layernorm               MLA, as DeepSeek-V2 (norms: mla_latent_norm)
 //   model.layers.{i}.post_attention_layernorm.{weight,bias}   norm around the FFN
 //   model.layers.{i}.mlp.{gate,up,down}_proj.{weight,bias}    gated FFN (gate = activated)
 //   model.layers.{i}.mlp.{up,down}_proj.{weight,bias}         plain FFN
@@ -18,7 +19,7 @@
 //   lm_head.weight (V, C), lm_head.bias (V)            weight absent when tie_embeddings
 // Post-norm blocks keep the two norm names (applied after each residual add). Fixed tables
 // (sinusoids, RoPE cos/sin, ALiBi slopes, masks) are computed, not stored: no buffers.
-// Token embeddings are not scaled by √C.
+// Token embeddings are scaled by √C only with model.embed_scale: sqrt_d.
 #pragma once
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>

@@ -20,9 +20,11 @@ class Position : public torch::nn::Module {
   // match Hugging Face: "embed_positions" (learned, in model.), "relative_attention_bias"
   // (T5 bias, in each layer's self_attn.).
   virtual const char* module_name() const = 0;
-  // true: each attention layer gets its own instance (T5 bias: one table per layer);
-  // false: one instance for the whole model, shared by every layer.
+  // true: applied inside each attention layer (T5 bias: one table per layer, or one shared
+  // by every layer, registered in layer 0); false: one instance for the whole model.
   virtual bool per_layer() const { return false; }
+  // A per-layer scheme registered by an attention layer already (T5 bias shared by layers).
+  bool attached = false;
 
   // x (B, T, C) at positions [start, start + T) -> x plus the position embedding.
   virtual torch::Tensor embed(const torch::Tensor& x, int64_t start) { return x; }

@@ -3,12 +3,15 @@
 //   attention mha: q C→H·D, k and v C→Hk·D, out H·D→C
 //   attention mla: query C→H·(D+R), or C→Rq→H·(D+R) with a query latent;
 //                  kv-down C→Rkv+R (latent and shared RoPE key), kv-up Rkv→H·2D (W_UK and
-//                  W_UV), out H·D→C (DeepSeek-V2's projections; no norms on the latents)
+//                  W_UV), out H·D→C (DeepSeek-V2's projections), with mla_latent_norm an
+//                  RMSNorm scale on each latent (Rkv, and Rq with a query latent)
 //   ffn plain: up C→F, down F→C; gated: gate C→F, up C→F, down F→C
 //   norm: layernorm γ and β, rmsnorm γ; two per block, plus a final one with pre-norm
 #include "model/sizes.h"
 
 #include <fmt/format.h>
+
+#include <cstdlib>
 
 #include "util/error.h"
 
@@ -66,6 +69,22 @@ void require_vocab(const ModelConfig& cfg) {
 
 bool is_gated_ffn(const std::string& ffn) { return ffn == "swiglu" || ffn == "geglu" || ffn == "reglu"; }
 
+int64_t params_of(ModelConfig m, int vocab) {
+  if (m.vocab_size == 0) m.vocab_size = vocab;
+  return count_params(m).total();
+}
+
+int match_d_ff(ModelConfig m, int vocab, int64_t target) {
+  int best = 1;
+  int64_t best_gap = -1;
+  for (int f = 1; f <= 16 * m.d_model; ++f) {
+    m.d_ff = f;
+    const int64_t gap = std::llabs(params_of(m, vocab) - target);
+    if (best_gap < 0 || gap < best_gap) best = f, best_gap = gap;
+  }
+  return best;
+}
+
 ParamCounts count_params(const ModelConfig& cfg) {
   require_vocab(cfg);
   const int64_t V = cfg.vocab_size, C = cfg.d_model, L = cfg.n_layers;
@@ -73,8 +92,10 @@ ParamCounts count_params(const ModelConfig& cfg) {
   p.n_layers = L;
   p.embedding = V * C;
   if (cfg.position == "learned") p.position = static_cast<int64_t>(cfg.max_seq_len) * C;
-  if (cfg.position == "t5_bias") p.position = L * cfg.t5_num_buckets * static_cast<int64_t>(cfg.n_heads);
+  if (cfg.position == "t5_bias") p.position = (cfg.t5_shared ? 1 : L) * cfg.t5_num_buckets * static_cast<int64_t>(cfg.n_heads);
   for (const auto& l : attention_linears(cfg)) p.attention_per_layer += linear_params(l, cfg.bias);
+  if (cfg.attention == "mla" && cfg.mla_latent_norm)  // RMSNorm scales on the latents
+    p.attention_per_layer += cfg.mla_kv_rank + (cfg.mla_q_rank > 0 ? cfg.mla_q_rank : 0);
   for (const auto& l : ffn_linears(cfg)) p.ffn_per_layer += linear_params(l, cfg.bias);
   p.norms_per_layer = 2 * norm_params(cfg, C);
   p.final_norm = cfg.norm_placement == "pre" ? norm_params(cfg, C) : 0;

@@ -87,4 +87,10 @@ int64_t matmul_params(const ModelConfig& cfg);
 // True for the gated (GLU-family) FFNs: swiglu, geglu, reglu.
 bool is_gated_ffn(const std::string& ffn);
 
+// Parameter count of a config whose vocab_size may be auto (0): `vocab` fills it in.
+int64_t params_of(ModelConfig m, int vocab);
+// The FFN width (1 .. 16·d_model) that brings the parameter count closest to `target`, the
+// other fields fixed: how ablation steps and sweep points are parameter-matched.
+int match_d_ff(ModelConfig m, int vocab, int64_t target);
+
 }  // namespace lmx

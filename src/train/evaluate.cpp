@@ -52,7 +52,7 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
   std::sort(starts.begin(), starts.end());
   for (size_t i = 0; i < starts.size(); ++i)
     r.ranges.push_back({starts[i], i + 1 < starts.size() ? starts[i + 1] : -1, /*tokens=*/0, /*nll=*/0, /*true_nll=*/0});
-  double nll_sum = 0, true_sum = 0;
+  double nll_sum = 0, true_sum = 0, covered_sum = 0;
   int64_t true_tokens = 0;
   const std::vector<double> no_truth;
   size_t row0 = 0;
@@ -79,7 +79,8 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
         nll_sum += nll;
         ++r.tokens;
         const double tv = t < static_cast<int64_t>(tl.size()) ? tl[t] : std::nan("");
-        if (!std::isnan(tv)) true_sum -= tv, ++true_tokens;
+        if (!std::isnan(tv)) true_sum -= tv, covered_sum += nll, ++true_tokens;
+        if (truth && std::isnan(tv)) continue;  // by position: the covered targets only
         for (auto& range : r.ranges) {
           if (t >= range.lo && (range.hi < 0 || t < range.hi)) {
             range.nll += nll;
@@ -95,9 +96,11 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
   }
   r.loss = r.tokens ? nll_sum / r.tokens : std::nan("");
   r.ppl = std::exp(r.loss);
-  if (true_tokens == r.tokens && r.tokens > 0) {
+  r.true_tokens = true_tokens;
+  if (true_tokens > 0) {
     r.true_nll = true_sum / true_tokens;
     r.true_ppl = std::exp(r.true_nll);
+    r.covered_loss = covered_sum / true_tokens;
   }
   r.far_sites = pronoun_acc.far_sites;
   r.near_sites = pronoun_acc.near_sites;

@@ -29,14 +29,20 @@ struct PositionRange {
   int64_t tokens = 0;
   double nll = 0;                  // model's mean NLL in nats
   double true_nll = std::numeric_limits<double>::quiet_NaN();
+  // With a truth, tokens, nll and true_nll cover only the targets whose document starts inside
+  // their row (row_true_logprobs): the model and the truth see the same context.
 };
 
 struct EvalResult {
   int64_t tokens = 0;
   double loss = 0;                 // mean NLL per predicted token (nats)
   double ppl = 0;
-  double true_nll = std::numeric_limits<double>::quiet_NaN();  // same tokens, exact distribution
+  // The exact distribution's NLL over the targets whose document starts inside their row (all of
+  // them in the doc layout when documents fit in a row), and the model's NLL over the same ones.
+  double true_nll = std::numeric_limits<double>::quiet_NaN();
   double true_ppl = std::numeric_limits<double>::quiet_NaN();
+  int64_t true_tokens = 0;
+  double covered_loss = std::numeric_limits<double>::quiet_NaN();
   double far_acc = std::numeric_limits<double>::quiet_NaN();
   double near_acc = std::numeric_limits<double>::quiet_NaN();
   int64_t far_sites = 0, near_sites = 0;

@@ -26,6 +26,8 @@ const std::vector<Column>& numeric_columns() {
       {"params", 0, [](const SummaryRow& r) { return double(r.run.params); }},
       {"steps", 0, [](const SummaryRow& r) { return double(r.run.steps); }},
       {"final_train_loss", 4, [](const SummaryRow& r) { return r.run.final_train_loss; }},
+      {"train_loss_last_epoch", 5, [](const SummaryRow& r) { return r.run.train_loss_last_epoch; }},
+      {"train_loss_first50", 4, [](const SummaryRow& r) { return r.run.train_loss_first; }},
       {"best_val_ppl", 4, [](const SummaryRow& r) { return r.run.best_val_ppl; }},
       {"final_val_ppl", 4, [](const SummaryRow& r) { return r.run.final_val_ppl; }},
       {"test_loss", 4, [](const SummaryRow& r) { return r.run.test.tokens ? r.run.test.loss : std::nan(""); }},

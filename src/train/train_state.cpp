@@ -89,6 +89,10 @@ std::map<std::string, std::string> state_metadata(const TrainState& s) {
           {"best_val_ppl", exact(s.best_val_ppl)},
           {"final_val_ppl", exact(s.final_val_ppl)},
           {"final_train_loss", exact(s.final_train_loss)},
+          {"last_epoch_loss_sum", exact(s.last_epoch_loss_sum)},
+          {"last_epoch_tokens", std::to_string(s.last_epoch_tokens)},
+          {"first_loss_sum", exact(s.first_loss_sum)},
+          {"first_tokens", std::to_string(s.first_tokens)},
           {"tokens_seen", std::to_string(s.tokens_seen)},
           {"train_seconds", exact(s.train_seconds)},
           {"threads", std::to_string(s.threads)}};
@@ -123,6 +127,10 @@ TrainState parse_state(const Checkpoint& ckpt) {
   s.best_val_ppl = number("best_val_ppl");
   s.final_val_ppl = number("final_val_ppl");
   s.final_train_loss = number("final_train_loss");
+  s.last_epoch_loss_sum = number("last_epoch_loss_sum");
+  s.last_epoch_tokens = integer("last_epoch_tokens");
+  s.first_loss_sum = number("first_loss_sum");
+  s.first_tokens = integer("first_tokens");
   s.tokens_seen = integer("tokens_seen");
   s.train_seconds = number("train_seconds");
   s.threads = static_cast<int>(std::min<int64_t>(integer("threads"), 1 << 20));

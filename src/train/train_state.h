@@ -6,6 +6,7 @@
 //   metadata "status" (interrupted | running while training | ok | diverged), "steps" (optimizer
 //            steps taken; the next batch is Batcher::batch(steps), so this is also the data-order
 //            position), "epoch", "best_val_ppl", "final_val_ppl", "final_train_loss",
+//            "last_epoch_loss_sum", "last_epoch_tokens", "first_loss_sum", "first_tokens",
 //            "tokens_seen", "train_seconds", "threads" (doubles with 17 significant digits).
 #pragma once
 #include <torch/optim/adamw.h>
@@ -28,6 +29,12 @@ struct TrainState {
   double best_val_ppl = std::nan("");
   double final_val_ppl = std::nan("");
   double final_train_loss = std::nan("");
+  // Token-weighted train-loss sums: over the last epoch's steps and over the first
+  // kFirstSteps steps (the loss each step reported, before its update).
+  double last_epoch_loss_sum = 0;
+  int64_t last_epoch_tokens = 0;
+  double first_loss_sum = 0;
+  int64_t first_tokens = 0;
   int64_t tokens_seen = 0;
   double train_seconds = 0;
   int threads = 1;

@@ -328,6 +328,8 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
     }
     res.steps = step + 1;
     res.final_train_loss = loss_v;
+    if (step >= total - per_epoch) state.last_epoch_loss_sum += loss_v * sr.tokens, state.last_epoch_tokens += sr.tokens;
+    if (step < kFirstSteps) state.first_loss_sum += loss_v * sr.tokens, state.first_tokens += sr.tokens;
     state.tokens_seen += sr.tokens;  // the global batch's
     const double tps = sr.tokens / std::max(1e-9, seconds_since(t_step));
     smoothed_tps = smoothed_tps == 0 ? tps : 0.9 * smoothed_tps + 0.1 * tps;
@@ -371,10 +373,18 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   }
   const double train_seconds = seconds_before + seconds_since(t_train);
   res.tokens_per_s = state.tokens_seen / std::max(1e-9, train_seconds);
+  if (state.last_epoch_tokens > 0) res.train_loss_last_epoch = state.last_epoch_loss_sum / state.last_epoch_tokens;
+  if (state.first_tokens > 0) res.train_loss_first = state.first_loss_sum / state.first_tokens;
 
   checkpoint(res.status, train_seconds);
   if (res.status == "ok") {
     res.test = evaluate(model, corpus, eval_options(cfg, data::Split::Test));
+    // A plateau: gender-blind pronouns (his/her at chance) beyond the window. Such a seed
+    // decides a mean of perplexities by itself; say so where the run ends.
+    if (res.test.far_acc < kAgreementLearned)
+      log::warn("train", "seed {}: far-pronoun accuracy {:.3f} < {}: this run never learned pronoun agreement "
+                "(a plateau); its perplexity is not comparable with runs that did", opt.seed, res.test.far_acc,
+                kAgreementLearned);
   }
   res.wall_s = seconds_since(t_start) + seconds_before;
   res.peak_rss_mib = peak_rss_mib();

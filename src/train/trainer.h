@@ -37,7 +37,9 @@ struct RunResult {
   std::string message;        // why, when status is not ok
   int64_t params = 0;
   int64_t steps = 0;          // optimizer steps taken
-  double final_train_loss = std::nan("");
+  double final_train_loss = std::nan("");   // the last step's batch loss
+  double train_loss_last_epoch = std::nan("");  // token-weighted mean train loss over the last epoch's steps
+  double train_loss_first = std::nan("");       // the same over the first kFirstSteps steps
   double best_val_ppl = std::nan("");
   double final_val_ppl = std::nan("");
   EvalResult test;            // on the test split at the end
@@ -48,6 +50,11 @@ struct RunResult {
 };
 
 // Optimizer steps of a run: train.steps, else train.epochs passes of batches_per_epoch.
+// Steps whose mean train loss RunResult::train_loss_first reports (how fast a run starts).
+constexpr int64_t kFirstSteps = 50;
+// Far-pronoun accuracy below which a run is reported as never having learned agreement.
+constexpr double kAgreementLearned = 0.9;
+
 int64_t total_steps(const TrainConfig& t, int64_t batches_per_epoch);
 // The same for a config on a corpus (one process).
 int64_t planned_steps(const Config& cfg, const data::Corpus& corpus);

@@ -1,4 +1,5 @@
-#include "util/runtime.h"
+std::string BlasInfo::core_note() const {
+  if (!openblas || !cpu_avx512) return "";#include "util/runtime.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
@@ -71,6 +72,9 @@ std::string BlasInfo::core_note() const {
   bool avx2_only = false;
   for (const char* c : avx2_cores) avx2_only = avx2_only || lower == c;
   if (!avx2_only) return "";
+  if (core_env.empty())  // OpenBLAS did not recognize this (newer) CPU and fell back to old kernels
+    return "OpenBLAS chose its " + core + " kernels on this AVX-512 CPU (a CPU its build does not know); "
+           "OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 kernels (lmx bench --peak shows the difference)";
   return "OPENBLAS_CORETYPE=" + core_env + " holds OpenBLAS to its " + core +
          " kernels on this AVX-512 CPU; unset it to let OpenBLAS pick its AVX-512 kernels (lmx bench --peak shows the difference)";
 }

@@ -13,8 +13,8 @@ struct BlasInfo {
   std::string core;     // openblas_get_corename(): the kernels in use (e.g. Haswell, SkylakeX)
   std::string core_env; // OPENBLAS_CORETYPE when set: it overrides OpenBLAS's CPU detection
   bool cpu_avx512 = false;  // the CPU runs AVX-512 (F, CD, BW, DQ, VL: OpenBLAS's SkylakeX kernels)
-  // A one-line note when OPENBLAS_CORETYPE holds OpenBLAS to AVX2 kernels on an AVX-512 CPU
-  // ("" otherwise).
+  // A one-line note when OpenBLAS runs pre-AVX-512 kernels on an AVX-512 CPU: held there by
+  // OPENBLAS_CORETYPE, or fallen back because its CPU detection does not know the CPU ("" otherwise).
   std::string core_note() const;
   // "Haswell" or "Haswell (OPENBLAS_CORETYPE)" or "" when not OpenBLAS.
   std::string core_label() const;
