@@ -54,7 +54,8 @@ TEST_CASE("same seed, same corpus, another seed, another corpus", "[data]") {
   // Pinned: the first training document of seed 1234. The generator uses its own RNG, so
   // this holds on every platform; it changes only when data/garden.yaml or the walk does.
   Corpus e = load_corpus(small(1234));
-  CHECK(e.vocab.decode(e.train[0]) == "<bos> the grandma that the gardener sees feeds the kitten behind the tree . <eos>");
+  CHECK(e.vocab.decode(e.train[0]) ==
+        "<bos> in the shed , the gardener that the farmer from the tree likes washes his ball and waits and then waits . <eos>");
   for (const auto& doc : e.train) {
     CHECK(doc.front() == e.vocab.bos);
     CHECK(doc.back() == e.vocab.eos);
@@ -91,7 +92,7 @@ TEST_CASE("baselines: true NLL is the scorer's sum, unigram is smoothed train co
   }
 }
 
-TEST_CASE("true log-probs line up with the rows of both layouts; cut documents are not scored", "[data]") {
+TEST_CASE("true log-probs line up with the rows of both layouts, and cut documents are not scored", "[data]") {
   Corpus c = load_corpus(small());
   const double total = true_nll_sum(*c.truth, c.val);
   std::map<int32_t, double> first;  // p(word | <bos>)
@@ -158,7 +159,7 @@ TEST_CASE("default splits land on the design targets", "[data]") {
       ++all, far += site.distance > 5;
     }
   CHECK(lo == 2);
-  CHECK(hi >= 25);
+  CHECK(hi >= 20);
   CHECK(far > all / 4);
 }
 

@@ -92,11 +92,13 @@ TEST_CASE("small configs counted by hand", "[sizes]") {
     CHECK(p.head == 0);
     CHECK(p.norms_per_layer == 2 * 8);
   }
-  SECTION("positions: learned is max_seq_len·C; t5_bias is buckets·H per layer; the rest have none") {
+  SECTION("positions: learned is max_seq_len·C; t5_bias is buckets·H, shared or per layer; the rest have none") {
     m.position = "learned";
     CHECK(count_params(m).position == 5 * 8);
     m.position = "t5_bias";
     m.t5_num_buckets = 7;
+    CHECK(count_params(m).position == 7 * 2);  // one table shared by the layers (T5)
+    m.t5_shared = false;
     CHECK(count_params(m).position == 3 * 7 * 2);
     for (const char* pos : {"none", "sinusoidal", "rope", "alibi"}) {
       m.position = pos;

@@ -59,20 +59,11 @@ TEST_CASE("a spec point may start from its own base config", "[sweep]") {
 
 TEST_CASE("match_params re-matches the other points' d_ff to the reference's parameter count", "[sweep]") {
   TempDir dir;
-  dir.write("base.yaml", "model:
-  vocab_size: 40
-  d_ff: 256
-");
+  dir.write("base.yaml", "model:\n  vocab_size: 40\n  d_ff: 256\n");
   auto path = dir.write("spec.yaml",
-                        "base: base.yaml
-match_params: plain
-"
-                        "points:
-  plain: {model.ffn: relu}
-  gated: {model.ffn: swiglu, model.bias: false}
-"
-                        "  near: {model.d_ff: 257}
-");
+                        "base: base.yaml\nmatch_params: plain\n"
+                        "points:\n  plain: {model.ffn: relu}\n  gated: {model.ffn: swiglu, model.bias: false}\n"
+                        "  near: {model.d_ff: 257}\n");
   auto points = expand(load_spec(path), false);
   REQUIRE(points.size() == 3);
   const int64_t target = count_params(points[0].config.model).total();
@@ -86,11 +77,7 @@ match_params: plain
   CHECK(gap(g.d_ff) <= gap(g.d_ff - 1));
   CHECK(gap(g.d_ff) <= gap(g.d_ff + 1));
   CHECK(gap(g.d_ff) < target / 100);
-  dir.write("bad.yaml", "base: base.yaml
-match_params: nosuch
-points:
-  a: {model.ffn: relu}
-");
+  dir.write("bad.yaml", "base: base.yaml\nmatch_params: nosuch\npoints:\n  a: {model.ffn: relu}\n");
   CHECK_THROWS_WITH(load_spec(dir.file("bad.yaml")), Catch::Contains("match_params") && Catch::Contains("nosuch"));
 }
 

@@ -4,7 +4,7 @@
 # The language is context-free in its frame (sentences, openers, relative clauses, places),
 # but the content is not: each subject noun has its own distribution over the verbs, and each
 # (subject, verb) pair its own distribution over the verb's objects, drawn once here from
-# symmetric Dirichlet distributions (verbs: alpha 0.12, objects: alpha 0.2; a small alpha =
+# symmetric Dirichlet distributions (verbs: alpha 0.2, objects: alpha 0.4; a small alpha =
 # a few verbs or objects take most of the mass, the rest are rare). A model must learn ~100 such distributions from the training
 # split; the test split then holds combinations training showed rarely or never: that
 # gap between a trained model and the truth is what the lecture's world had.
@@ -12,7 +12,7 @@
 # says how it was made (mawk's and gawk's rand() differ, so rerun only to make a new world).
 set -euo pipefail
 seed="${1:-20261130}"
-verb_alpha="${VERB_ALPHA:-0.12}" object_alpha="${OBJECT_ALPHA:-0.2}"
+verb_alpha="${VERB_ALPHA:-0.2}" object_alpha="${OBJECT_ALPHA:-0.4}"
 awk -v seed="$seed" -v verb_alpha="$verb_alpha" -v object_alpha="$object_alpha" '
 function gauss(   u, v) { u = rand(); v = rand(); if (u < 1e-12) u = 1e-12; return sqrt(-2 * log(u)) * cos(6.283185307179586 * v) }
 # Marsaglia-Tsang gamma(a, 1); a < 1 through gamma(a + 1) * U^(1/a).
@@ -37,6 +37,7 @@ BEGIN {
   nsub = split("gardener boy farmer grandpa girl woman grandma lady cat dog bird rabbit", subj, " ")
   split("3 2 1 1 3 2 1 1 2 2 1.5 1", subw, " ")
   split("he he he he she she she she it it it it", subg, " ")
+  split("pond fence gate shed tree house", place, " ")
   nverb = split("waters plants picks eats carries washes hides finds feeds chases sings waits sleeps runs plays", verb, " ")
   split("plant plant fruit food thing thing thing thing animal animal - - - - -", vclass, " ")
   nobj["plant"] = split("rose tulip lily bean daisy", objs_plant, " ")
@@ -79,7 +80,7 @@ BEGIN {
   print "rules:"
   print "  # 1 to 4 sentences."
   print "  Doc:\n    - 1 Sentence More1"
-  print "  More1:\n    - 0.43\n    - 0.57 Sentence More2"
+  print "  More1:\n    - 0.60\n    - 0.40 Sentence More2"
   print "  More2:\n    - 0.55\n    - 0.45 Sentence More3"
   print "  More3:\n    - 0.60\n    - 0.40 Sentence"
   print ""
@@ -89,10 +90,8 @@ BEGIN {
   print ""
   print "  # The subject binds the gender; what follows it sets the distance to the pronoun."
   print "  Subject:"
-  for (s = 1; s <= nsub; s++) printf "    - %s %s Post %sPart @%s\n", subw[s], subj[s], cap(subj[s]), subg[s]
-  print "  Post:\n    - 0.40\n    - 0.15 from the Place\n    - 0.45 that Rel"
+  for (s = 1; s <= nsub; s++) printf "    - %s %s %sPost %sPart @%s\n", subw[s], subj[s], cap(subj[s]), cap(subj[s]), subg[s]
   print "  # \"that the boy sees (near the pond)\" or \"that sees the boy\": another noun, which does not bind."
-  print "  Rel:\n    - 0.65 the AdjOpt Other OtherFrom Watches ThePlaceOpt\n    - 0.35 Watches the AdjOpt Other"
   print "  Other:"
   for (s = 1; s <= nsub; s++) printf "    - 1 %s\n", subj[s]
   print "  OtherFrom:\n    - 0.8\n    - 0.2 from the Place"
@@ -102,9 +101,21 @@ BEGIN {
   print "  # Each subject: its verb phrase, its own verb weights, its own objects per verb."
   for (s = 1; s <= nsub; s++) {
     S = cap(subj[s])
-    printf "  %sPart:\n    - 1 AdverbOpt %sAct PlaceOpt %sMore\n", S, S, S
-    printf "  %sMore:\n    - 0.70\n    - 0.30 and AdverbOpt %sAct PlaceOpt %sMore2\n", S, S, S
-    printf "  %sMore2:\n    - 0.80\n    - 0.20 and then %sAct\n", S, S
+    # What follows the subject: a relative clause naming another noun (its own choice of whom
+    # it watches), a place, or an interjected "when" clause with another noun; a pronoun in the
+    # place of the relative clause still agrees with the subject ("the girl that the boy sees near her pond").
+    printf "  %sPost:\n    - 0.25\n    - 0.10 from the Place\n    - 0.45 that %sRel\n    - 0.20 , when the AdjOpt Other Does ,\n", S, S
+    printf "  %sRel:\n    - 0.65 the AdjOpt %sOther OtherFrom Watches PlaceOpt\n    - 0.35 Watches the AdjOpt %sOther\n", S, S, S
+    dirichlet(nsub, 0.3, xw)
+    printf "  %sOther:\n", S
+    for (o = 1; o <= nsub; o++) printf "    - %s %s\n", xw[o], subj[o]
+    dirichlet(6, 0.5, pw)
+    printf "  %sPlace:\n", S
+    for (o = 1; o <= 6; o++) printf "    - %s %s\n", pw[o], place[o]
+    printf "  %sPlaceOpt:\n    - 0.75\n    - 0.25 Prep PlaceDet %sPlace\n", S, S
+    printf "  %sPart:\n    - 1 AdverbOpt %sAct %sPlaceOpt %sMore\n", S, S, S, S
+    printf "  %sMore:\n    - 0.55\n    - 0.45 and AdverbOpt %sAct %sPlaceOpt %sMore2\n", S, S, S, S
+    printf "  %sMore2:\n    - 0.65\n    - 0.35 and then %sAct\n", S, S
     dirichlet(nverb, verb_alpha, vw)
     printf "  %sAct:\n", S
     for (v = 1; v <= nverb; v++) {
@@ -123,7 +134,6 @@ BEGIN {
   print "  AdverbOpt:\n    - 0.92\n    - 0.02 often\n    - 0.02 always\n    - 0.02 slowly\n    - 0.02 never"
   print "  Det:\n    - 0.40 the\n    - 0.07 a\n    - 0.53 $poss"
   print "  PlaceOpt:\n    - 0.75\n    - 0.25 Prep PlaceDet Place"
-  print "  ThePlaceOpt:\n    - 0.75\n    - 0.25 Prep the Place"
   print "  PlaceDet:\n    - 0.6 the\n    - 0.4 $poss"
   print "  AdjOpt:\n    - 0.90\n    - 0.10 Adjective"
   print "  Adjective:\n    - 2 little\n    - 2 old\n    - 2 happy\n    - 1 big\n    - 1 red\n    - 1 green\n    - 1 sleepy\n    - 1 young"

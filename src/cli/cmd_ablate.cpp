@@ -41,24 +41,6 @@ const std::vector<Change>& known_changes() {
   return changes;
 }
 
-// Parameter count of a config with the dataset's vocabulary.
-int64_t params_of(ModelConfig m, int vocab) {
-  if (m.vocab_size == 0) m.vocab_size = vocab;
-  return count_params(m).total();
-}
-
-// The FFN width that brings the parameter count closest to `target` (the other fields fixed).
-int match_d_ff(ModelConfig m, int vocab, int64_t target) {
-  int best = 1;
-  int64_t best_gap = -1;
-  for (int f = 1; f <= 16 * m.d_model; ++f) {
-    m.d_ff = f;
-    const int64_t gap = std::llabs(params_of(m, vocab) - target);
-    if (best_gap < 0 || gap < best_gap) best = f, best_gap = gap;
-  }
-  return best;
-}
-
 }  // namespace
 
 void add_ablate_command(CLI::App& app, Globals& g) {

@@ -25,9 +25,9 @@ namespace lmx {
 
 struct GridPoint {
   std::string name;                    // "swiglu" or "swiglu,train.lr=0.01"
-  std::string base_name;               // the point's name without the grid part ("swiglu")
   std::vector<std::string> overrides;  // key=value, applied after the spec's `set`
   Config config;                       // base + set + overrides (+ quick), validated
+  std::string base_name;               // the point's name without the grid part ("swiglu")
 };
 
 struct ExperimentSpec {

@@ -1,5 +1,4 @@
-std::string BlasInfo::core_note() const {
-  if (!openblas || !cpu_avx512) return "";#include "util/runtime.h"
+#include "util/runtime.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
@@ -65,7 +64,7 @@ std::string BlasInfo::core_label() const {
 }
 
 std::string BlasInfo::core_note() const {
-  if (!openblas || core_env.empty() || !cpu_avx512) return "";
+  if (!openblas || !cpu_avx512) return "";
   static const char* avx2_cores[] = {"haswell", "zen", "sandybridge", "nehalem", "core2", "prescott", "excavator"};
   std::string lower;
   for (char c : core) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -73,7 +72,7 @@ std::string BlasInfo::core_note() const {
   for (const char* c : avx2_cores) avx2_only = avx2_only || lower == c;
   if (!avx2_only) return "";
   if (core_env.empty())  // OpenBLAS did not recognize this (newer) CPU and fell back to old kernels
-    return "OpenBLAS chose its " + core + " kernels on this AVX-512 CPU (a CPU its build does not know); "
+    return "OpenBLAS chose its " + core + " kernels on this AVX-512 CPU (its CPU detection does not map this CPU to its AVX-512 kernels); "
            "OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 kernels (lmx bench --peak shows the difference)";
   return "OPENBLAS_CORETYPE=" + core_env + " holds OpenBLAS to its " + core +
          " kernels on this AVX-512 CPU; unset it to let OpenBLAS pick its AVX-512 kernels (lmx bench --peak shows the difference)";
