@@ -184,7 +184,7 @@ std::vector<Field> make_fields() {
       int_field<T>("train.warmup_steps", &T::warmup_steps, 0, kMaxInt, "linear warm-up steps from 0 to lr"),
       float_field<T>("train.beta1", &T::beta1, 0, 0.999999, "AdamW β1"),
       float_field<T>("train.beta2", &T::beta2, 0, 0.999999, "AdamW β2"),
-      float_field<T>("train.adam_eps", &T::adam_eps, 1e-30, 1, "AdamW ε (> 0: the update divides by √v + ε)"),
+      float_field<T>("train.adam_eps", &T::adam_eps, 1e-30, 1, "AdamW ε"),
       float_field<T>("train.weight_decay", &T::weight_decay, 0, 10, "AdamW decoupled weight decay (matrices only; not norms, biases)"),
       float_field<T>("train.grad_clip", &T::grad_clip, 0, 1e9, "clip the global gradient norm to this; 0 = no clipping"),
       int_field<T>("train.eval_every", &T::eval_every, 0, kMaxInt, "validate every N steps (always at the end); 0 = only at the end"),
