@@ -422,7 +422,7 @@ TEST_CASE("hostile command lines and files: exit 2 with one line, no crash, hang
       {"config show " + q + "dup_key.yaml'", "'model.d_model' is given twice"},
       {"config show " + q + "dup_section.yaml'", "'model' is given twice"},
       {"config show " + q + "dup_extends.yaml'", "'extends' is given twice"},
-      {"config show " + q + "two_docs.yaml'", "2 YAML documents"},
+      {"config show " + q + "two_docs.yaml'", "second YAML document"},
       {"config show " + q + "octal.yaml'", "decimal integer"},
       {"config show " + cfg + " --set train.steps=010", "decimal integer"},
       {"train " + cfg + " --seeds 0,0 --out " + q + "t1'", "seed 0 is given twice"},
@@ -430,7 +430,7 @@ TEST_CASE("hostile command lines and files: exit 2 with one line, no crash, hang
       {"sweep " + q + "points.yaml' --out " + q + "s2'", "is given twice"},
       {"sweep " + q + "quick.yaml' --out " + q + "s3'", "quick"},
       {"sweep " + q + "spec_dup.yaml' --out " + q + "s4'", "'train.steps' is given twice"},
-      {"sweep " + q + "spec_docs.yaml' --out " + q + "s5'", "2 YAML documents"},
+      {"sweep " + q + "spec_docs.yaml' --out " + q + "s5'", "second YAML document"},
       {"train --resume " + q + "file' --out " + q + "other'", "different directories"},
       // 7. values that cannot train
       {"config show " + cfg + " --set train.adam_eps=0", "train.adam_eps"},

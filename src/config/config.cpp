@@ -57,14 +57,6 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
 void apply_tree(Config& cfg, const YAML::Node& root, const std::string& file,
                 std::vector<std::string>& chain, bool allow_extends);
 
-// The one document of a YAML file; a second one (after ---) would be ignored silently.
-YAML::Node single_document(const std::vector<YAML::Node>& docs, const std::string& file) {
-  if (docs.size() > 1)
-    throw InputError(fmt::format("{}: {} YAML documents (separated by ---); a config is one", where(file, docs[1].Mark()),
-                                 docs.size()));
-  return docs.empty() ? YAML::Node() : docs.front();
-}
-
 // Refuses a key given twice in one mapping (YAML parsers keep one of them silently).
 void unique_key(std::vector<std::string>& seen, const std::string& name, const std::string& at) {
   if (std::find(seen.begin(), seen.end(), name) != seen.end())
@@ -88,7 +80,11 @@ void apply_file(Config& cfg, const std::string& path, std::vector<std::string>& 
   chain.push_back(canon);
   YAML::Node root;
   try {
-    root = single_document(YAML::LoadAllFromFile(path), path);
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) throw InputError(fmt::format("{}: cannot read", path));
+    root = load_single_document(text.str(), path);
   } catch (const YAML::ParserException& e) {
     throw InputError(fmt::format("{}: not valid YAML: {}", where(path, e.mark), e.msg));
   } catch (const YAML::Exception& e) {
@@ -205,7 +201,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
   cfg.source = source_name;
   YAML::Node root;
   try {
-    root = single_document(YAML::LoadAll(yaml_text), source_name);
+    root = load_single_document(yaml_text, source_name);
   } catch (const YAML::ParserException& e) {
     throw InputError(fmt::format("{}: not valid YAML: {}", where(source_name, e.mark), e.msg));
   }

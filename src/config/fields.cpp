@@ -1,5 +1,6 @@
 #include "config/fields.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "model/registry.h"
 #include "util/error.h"
@@ -252,6 +254,37 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
   return out;
+}
+
+namespace {
+// Parser events ignored; only where the second document starts is kept.
+struct DocumentCounter : YAML::EventHandler {
+  int documents = 0;
+  YAML::Mark second;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+}  // namespace
+
+YAML::Node load_single_document(const std::string& text, const std::string& source) {
+  {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    if (parser.HandleNextDocument(counter) && parser.HandleNextDocument(counter) && counter.documents >= 2)
+      throw InputError(fmt::format("{}:{}:{}: a second YAML document (after ---): give one document per file", source,
+                                   counter.second.line + 1, counter.second.column + 1));
+  }
+  return YAML::Load(text);
 }
 
 bool is_path_key(const std::string& key) { return key == "data.grammar" || key == "data.text_path"; }

@@ -43,6 +43,11 @@ std::string fields_markdown();
 bool is_path_key(const std::string& key);
 std::string resolve_path(const std::string& value, const std::string& base_dir);
 
+// The one YAML document of `text` (a config's, spec's or grammar's); a second document (after
+// ---) is an InputError naming `source`, line and column. YAML::LoadAll can loop forever on some
+// malformed input, so documents are counted by a parser stopped after the second.
+YAML::Node load_single_document(const std::string& text, const std::string& source);
+
 // YAML integer text in strict decimal: "010" (octal 8 to yaml-cpp), "0x1F", "+5" and "1_000" are
 // ambiguous or surprising and return nullopt, as does anything that is not an integer or does
 // not fit int64.

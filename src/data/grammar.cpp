@@ -96,7 +96,7 @@ std::string default_grammar_path() { return std::string(LMX_SOURCE_DIR) + "/data
 Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
-    root = YAML::Load(yaml_text);
+    root = load_single_document(yaml_text, source);
   } catch (const YAML::Exception& e) {
     fail(fmt::format("{}:{}:{}", source, e.mark.line + 1, e.mark.column + 1), "not valid YAML: " + e.msg);
   }
@@ -297,7 +297,7 @@ Grammar load_grammar(const std::string& path) {
   std::ifstream in;
   // A FIFO or device would block or never end: only regular files (or links to them).
   if (std::filesystem::is_regular_file(path, ec)) in.open(path, std::ios::binary);
-  if (!in)
+  if (!in.is_open() || !in)
     throw InputError(fmt::format("{}: cannot read the garden grammar", path),
                      "set data.grammar to a grammar file (the built-in one is data/garden.yaml in the lmx sources)");
   std::stringstream ss;

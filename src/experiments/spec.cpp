@@ -4,6 +4,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "config/fields.h"
 #include "util/error.h"
@@ -77,10 +79,10 @@ ExperimentSpec load_spec_body(const std::string& path) {
   if (!fs::is_regular_file(path, ec)) throw InputError(fmt::format("{}: no such experiment spec", path));
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAllFromFile(path);
-    if (docs.size() > 1)
-      throw InputError(fmt::format("{}: {} YAML documents (separated by ---); a spec is one", at(path, docs[1]), docs.size()));
-    if (!docs.empty()) root = docs.front();
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    root = load_single_document(text.str(), path);
   } catch (const YAML::Exception& e) {
     throw InputError(fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
