@@ -122,11 +122,19 @@ TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical 
   CHECK(b3.best_val_ppl == a.best_val_ppl);
   CHECK(b3.final_val_ppl == a.final_val_ppl);
   CHECK(b3.test.ppl == a.test.ppl);
-  // The finished checkpoint holds weights only and refuses another resume.
+  // The finished checkpoint holds weights only; resuming it (its result was lost: killed during
+  // the test evaluation) trains nothing and gives the same result again.
   CHECK_FALSE(has_optimizer_state(read_checkpoint((cut / "model.safetensors").string())));
+  const std::string finished = read_file((cut / "model.safetensors").string());
   RunOptions o4(11, cut.string());
   o4.resume = true;
-  CHECK_THROWS_AS(train_run(cfg, small_corpus(), o4), InputError);
+  RunResult b4 = train_run(cfg, small_corpus(), o4);
+  CHECK(b4.status == "ok");
+  CHECK(b4.steps == 24);
+  CHECK(b4.test.ppl == a.test.ppl);
+  CHECK(b4.final_val_ppl == a.final_val_ppl);
+  CHECK(read_file((cut / "model.safetensors").string()) == finished);  // not rewritten
+  CHECK(metrics_without_speed((cut / "metrics.csv").string()) == metrics_without_speed((full / "metrics.csv").string()));
 }
 
 TEST_CASE("resume refuses another config or seed and a checkpoint without optimizer state", "[resume]") {
@@ -352,4 +360,137 @@ TEST_CASE("a NaN gradient in one parameter: diverged at its step, naming the par
   Checkpoint ck = read_checkpoint(dir.file("model.safetensors"));
   CHECK(ck.metadata.at("status") == "diverged");
   for (const auto& [n, t] : ck.tensors) CHECK(torch::isfinite(t).all().item<bool>());
+}
+
+TEST_CASE("a resumable checkpoint without any optimizer state is refused", "[resume]") {
+  TempDir dir;
+  const Config cfg = small_config();
+  RunOptions o(6, dir.path.string());
+  o.interrupt_after_step = 3;
+  train_run(cfg, small_corpus(), o);
+  signals::reset();
+  Checkpoint ck = read_checkpoint(dir.file("model.safetensors"));
+  REQUIRE(ck.metadata.at("status") == "interrupted");
+  ck.metadata.erase("lmx_config");
+  ck.metadata.erase("lmx_run_name");
+  ck.metadata.erase("format");
+  ModernLM m = load_model(read_checkpoint(dir.file("model.safetensors")));
+  save_checkpoint(dir.file("model.safetensors"), m, ck.config, {}, ck.metadata);  // weights and metadata only
+  RunOptions r(6, dir.path.string());
+  r.resume = true;
+  CHECK_THROWS_WITH(train_run(cfg, small_corpus(), r), Catch::Contains("no optimizer state"));
+}
+
+TEST_CASE("resume after a kill during the final test evaluation finishes the seed, never trusts the stale result",
+          "[resume][cli]") {
+  TempDir dir;
+  const std::string full = dir.file("full"), cut = dir.file("cut");
+  auto r = lmx::test::run_lmx("-q train configs/textbook.yaml --seeds 3 --set train.steps=30 " + kCliSmall +
+                              " --out '" + full + "'");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const Table done = read_csv(full + "/seed3/result.csv");
+  const int status = column(done, "status"), steps = column(done, "steps"), test_ppl = column(done, "test_ppl");
+  REQUIRE(done.rows.at(0)[status] == "ok");
+  REQUIRE(!done.rows.at(0)[test_ppl].empty());
+  // What a kill -9 during the test evaluation leaves after "interrupt, resume": the final
+  // checkpoint (status ok) next to the result of the interrupted attempt.
+  fs::copy(full, cut, fs::copy_options::recursive);
+  Table stale = done;
+  stale.rows[0][status] = "interrupted";
+  stale.rows[0][steps] = "12";
+  stale.rows[0][test_ppl] = "";
+  write_file_atomic(cut + "/seed3/result.csv", stale.csv());
+  fs::remove(cut + "/summary.csv");
+  auto res = lmx::test::run_lmx("train --resume '" + cut + "'");
+  INFO(res.output);
+  CHECK(res.code == 0);
+  CHECK(res.output.find("finishing it") != std::string::npos);
+  CHECK(res.output.find("finished before") == std::string::npos);
+  Table again = read_csv(cut + "/seed3/result.csv");
+  CHECK(again.rows.at(0)[status] == "ok");
+  CHECK(again.rows.at(0)[steps] == "30");
+  CHECK(again.rows.at(0)[test_ppl] == done.rows.at(0)[test_ppl]);  // the same weights, the same test
+  CHECK(read_file(cut + "/summary.csv").find(",3,ok,") != std::string::npos);
+  // A missing result too.
+  fs::remove(cut + "/seed3/result.csv");
+  auto missing = lmx::test::run_lmx("-q train --resume '" + cut + "'");
+  CHECK(missing.code == 0);
+  CHECK(read_csv(cut + "/seed3/result.csv").rows.at(0)[test_ppl] == done.rows.at(0)[test_ppl]);
+  // Consistent now: kept.
+  auto kept = lmx::test::run_lmx("train --resume '" + cut + "'");
+  CHECK(kept.code == 0);
+  CHECK(kept.output.find("finished before (ok), kept") != std::string::npos);
+}
+
+TEST_CASE("two lmx train on one output folder: the second exits 2 naming the holder's pid", "[resume][cli][lock]") {
+  TempDir dir;
+  const std::string out = dir.file("out");
+  const std::string train = "-q train configs/textbook.yaml --seeds 0 --set train.steps=300 " + kCliSmall;
+  // Two fresh runs started together: exactly one trains.
+  {
+    auto args = split_args(train);
+    args.insert(args.end(), {"--out", out});
+    const pid_t a = spawn_lmx(args, dir.file("a.log"));
+    const pid_t b = spawn_lmx(args, dir.file("b.log"));
+    const int ca = wait_exit(a), cb = wait_exit(b);
+    INFO(read_file(dir.file("a.log")) << "\n---\n" << read_file(dir.file("b.log")));
+    CHECK(std::min(ca, cb) == 0);
+    CHECK(std::max(ca, cb) == 2);
+    const std::string loser = read_file(dir.file(ca == 2 ? "a.log" : "b.log"));
+    CHECK(loser.find("in use by another lmx process") != std::string::npos);
+    CHECK(lines(out + "/seed0/metrics.csv") == 301);  // written once
+    CHECK(read_file(out + "/summary.csv").find(",0,ok,") != std::string::npos);
+  }
+  // While a run is going, --resume of its folder is refused with the holder's pid; two
+  // --resume at once: one continues, the other exits 2.
+  const std::string cut = dir.file("cut");
+  auto args = split_args(train);
+  args.insert(args.end(), {"--out", cut});
+  const pid_t pid = spawn_lmx(args, dir.file("cut.log"));
+  REQUIRE(wait_for_lines(cut + "/seed0/metrics.csv", 4, pid));
+  auto busy = lmx::test::run_lmx("train --resume '" + cut + "'");
+  INFO(busy.output);
+  CHECK(busy.code == 2);
+  CHECK(busy.output.find("in use by another lmx process (pid " + std::to_string(pid) + ")") != std::string::npos);
+  kill(pid, SIGINT);
+  REQUIRE(wait_exit(pid) == 130);
+  const pid_t r1 = spawn_lmx({"-q", "train", "--resume", cut}, dir.file("r1.log"));
+  const pid_t r2 = spawn_lmx({"-q", "train", "--resume", cut}, dir.file("r2.log"));
+  const int c1 = wait_exit(r1), c2 = wait_exit(r2);
+  INFO(read_file(dir.file("r1.log")) << "\n---\n" << read_file(dir.file("r2.log")));
+  CHECK(std::min(c1, c2) == 0);
+  CHECK(std::max(c1, c2) == 2);
+  CHECK(lines(cut + "/seed0/metrics.csv") == 301);
+  CHECK(metrics_without_speed(cut + "/seed0/metrics.csv") == metrics_without_speed(out + "/seed0/metrics.csv"));
+  // --resume with another --out is refused, not ignored.
+  auto other = lmx::test::run_lmx("train --resume '" + cut + "' --out '" + dir.file("elsewhere") + "'");
+  CHECK(other.code == 2);
+  CHECK_FALSE(fs::exists(dir.file("elsewhere")));
+}
+
+TEST_CASE("SIGTERM before the first step exits 130, as SIGINT does", "[resume][cli][signal]") {
+  TempDir dir;
+  // A large corpus: the signal comes while it is generated, before training starts.
+  const pid_t pid = spawn_lmx({"train", "configs/textbook.yaml", "--set", "data.train_docs=2000000", "--out",
+                               dir.file("out")},
+                              dir.file("log"));
+  // Wait until lmx's main() has installed its handlers (after the exec, which resets the test
+  // binary's: the executable is lmx and SigCgt has SIGTERM), then signal.
+  bool ready = false;
+  for (int i = 0; i < 2000 && !ready; ++i) {
+    std::error_code ec;
+    const bool exec_done = fs::equivalent(fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec), LMX_BINARY, ec);
+    std::ifstream st("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(st, line))
+      if (line.rfind("SigCgt:", 0) == 0)
+        ready = exec_done && ((std::stoull(line.substr(7), nullptr, 16) >> (SIGTERM - 1)) & 1);
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(ready);
+  kill(pid, SIGTERM);
+  CHECK(wait_exit(pid) == 130);
+  INFO(read_file(dir.file("log")));
+  CHECK_FALSE(fs::exists(dir.file("out") + "/seed0/model.safetensors"));
 }

@@ -118,6 +118,21 @@ TEST_CASE("aggregates come from the per-seed table, skipping failed seeds", "[sw
   CHECK(t.rows[6][3] == "6.0000");
 }
 
+TEST_CASE("one value has no spread: no std of 0 and no plus-minus 0 in the Markdown", "[sweep]") {
+  Table seeds;
+  seeds.header = {"name", "seed", "status", "test_ppl", "wall_s", "message"};
+  seeds.add({"a", "0", "ok", "4.0", "1.5", ""});
+  seeds.add({"a", "1", "ok", "", "2.5", ""});  // no test ppl (e.g. not evaluated)
+  Table t = with_aggregates(seeds);
+  REQUIRE(t.rows.size() == 2 + 4);
+  CHECK(t.rows[2][3] == "4.0000");  // mean of the one value
+  CHECK(t.rows[3][3] == "");        // its std: none
+  CHECK(t.rows[3][4] == "0.70711");
+  const std::string md = summary_markdown(seeds);
+  CHECK(md.find("± 0.000") == std::string::npos);
+  CHECK(md.find("2.0 ± 0.7") != std::string::npos);
+}
+
 TEST_CASE("lmx sweep runs the grid in parallel jobs and writes one summary", "[sweep][cli]") {
   TempDir dir;
   auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/textbook.yaml") +

@@ -29,6 +29,14 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   const std::string out = dir.file("out");
   const pid_t pid = spawn_lmx({"-q", "--threads", "1", "sweep", spec, "--jobs", "1", "--out", out}, dir.file("sweep.log"));
   REQUIRE(wait_for_lines(out + "/runs/001-long-s0/seed0/metrics.csv", 4, pid));
+  // A second sweep on the running one's folder (or a train on its running run) is refused,
+  // naming the holder.
+  auto busy = lmx::test::run_lmx("-q sweep '" + spec + "' --resume '" + out + "'");
+  CHECK(busy.code == 2);
+  CHECK(busy.output.find("in use by another lmx process (pid " + std::to_string(pid) + ")") != std::string::npos);
+  auto busy_run = lmx::test::run_lmx("-q train --resume '" + out + "/runs/001-long-s0'");
+  CHECK(busy_run.code == 2);
+  CHECK(busy_run.output.find("in use by another lmx process (pid ") != std::string::npos);
   kill(pid, SIGINT);  // the sweep forwards it to its running child
   CHECK(wait_exit(pid) == 130);
   INFO(read_file(dir.file("sweep.log")));
@@ -41,6 +49,13 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   auto bad = lmx::test::run_lmx("-q sweep '" + changed + "' --resume '" + out + "'");
   CHECK(bad.code == 2);
   CHECK(bad.output.find("differs") != std::string::npos);
+
+  // Other seeds would drop the finished runs: refused.
+  auto seeds = lmx::test::run_lmx("-q sweep '" + spec + "' --seeds 1 --resume '" + out + "'");
+  INFO(seeds.output);
+  CHECK(seeds.code == 2);
+  CHECK(seeds.output.find("seeds [0]") != std::string::npos);
+  CHECK(fs::exists(out + "/runs/000-short-s0"));
 
   auto r = lmx::test::run_lmx("--threads 1 sweep '" + spec + "' --resume '" + out + "'");
   INFO(r.output);

@@ -4,10 +4,25 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <functional>
 #include <string>
 
 namespace lmx::cli {
+
+// A numeric option check whose message names the range as a person writes it ("must be > 0",
+// not CLI11's 309-digit DBL_MAX) and that refuses nan and inf.
+inline CLI::Validator numeric_check(std::function<bool(double)> ok, const std::string& range) {
+  return CLI::Validator(
+      [ok, range](std::string& input) {
+        double v = 0;
+        const bool number = CLI::detail::lexical_cast(input, v) && std::isfinite(v);
+        return number && ok(v) ? std::string() : "must be a number " + range + ", got '" + input + "'";
+      },
+      range);
+}
+inline const CLI::Validator Positive = numeric_check([](double v) { return v > 0; }, "> 0");
+inline const CLI::Validator NonNegative = numeric_check([](double v) { return v >= 0; }, ">= 0");
 
 struct Globals {
   int threads = 0;             // 0 = runtime::default_threads()

@@ -64,7 +64,7 @@ void add_ablate_command(CLI::App& app, Globals& g) {
   cmd->add_option("--order", a->order, "order of the changes: names from norm_placement,norm,ffn,position,kv_heads,bias");
   cmd->add_option("--seeds", a->seeds, "comma-separated seeds (default 0)");
   cmd->add_option("--set", a->sets, "override applied to every step, e.g. train.steps=300 (repeatable)");
-  cmd->add_option("--jobs", a->jobs, "runs at once")->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs", a->jobs, "runs at once")->check(Positive);
   cmd->add_option("--resume", a->resume,
                   "continue the interrupted ablation in this directory (same options): finished runs are kept, "
                   "interrupted ones resumed");
@@ -72,7 +72,7 @@ void add_ablate_command(CLI::App& app, Globals& g) {
                 "keep each step's d_ff as the configs give it (default: re-match d_ff so every step's parameter "
                 "count stays within --tolerance of the start)");
   cmd->add_option("--tolerance", a->tolerance, "relative parameter-count tolerance for re-matching (default 0.01)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive);
   cmd->callback([&g, a] {
     g.run = [&g, a] {
       const Config from = load_config(a->from, a->sets);

@@ -234,17 +234,17 @@ void add_bench_command(CLI::App& app, Globals& g) {
       "bench", "Time training steps (ms/step, tokens/s, FLOP/s, MFU, peak RSS) and KV-cache decoding; --peak: matmul peak");
   cmd->add_option("config", a->config, "config file (YAML)");
   cmd->add_option("--set", a->sets, "override a field: section.key=value (repeatable)");
-  cmd->add_option("--steps", a->steps, "timed training steps (default 50)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--warmup", a->warmup, "untimed steps first (default 10)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--batch", a->batch, "sequences per step (default: train.batch_size)")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-len", a->seq_len, "tokens per sequence (default: data.seq_len)")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", a->steps, "timed training steps (default 50)")->check(NonNegative);
+  cmd->add_option("--warmup", a->warmup, "untimed steps first (default 10)")->check(NonNegative);
+  cmd->add_option("--batch", a->batch, "sequences per step (default: train.batch_size)")->check(Positive);
+  cmd->add_option("--seq-len", a->seq_len, "tokens per sequence (default: data.seq_len)")->check(Positive);
   cmd->add_option("--vocab", a->vocab, "vocabulary size (default: model.vocab_size, or the dataset's)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive);
   cmd->add_option("--decode-len", a->decode_len, "decode this many tokens, with and without the KV cache (default 512)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative);
   cmd->add_flag("--no-decode", a->no_decode, "skip the decoding measurement");
   cmd->add_flag("--peak", a->peak, "only measure the matmul peak (GFLOP/s) at --threads");
-  cmd->add_option("--peak-size", a->peak_size, "n of the n×n×n peak matmul (default 1024)")->check(CLI::PositiveNumber);
+  cmd->add_option("--peak-size", a->peak_size, "n of the n×n×n peak matmul (default 1024)")->check(Positive);
   cmd->add_flag("--breakdown", a->breakdown, "also time forward, backward, clipping and AdamW apart");
   cmd->add_option("--profile", a->profile, "write a Chrome trace of 5 training steps to this file (op timings)");
   cmd->add_option("--csv", a->csv, "also write the table to this CSV file");

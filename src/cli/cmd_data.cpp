@@ -139,7 +139,7 @@ void add_data_commands(CLI::App& app, Globals& g) {
   auto* sample = data->add_subcommand("sample", "The first training documents with each token's true probability");
   sample->add_option("config", args->path, "config file (default configs/textbook.yaml)");
   sample->add_option("--set", args->sets, "override a field: section.key=value (repeatable)");
-  sample->add_option("--n", args->n, "documents to show (default 5)")->check(CLI::PositiveNumber);
+  sample->add_option("--n", args->n, "documents to show (default 5)")->check(Positive);
   sample->callback([&g, args] {
     g.run = [&g, args] {
       print_sample(load_data_config(*args, g), args->n);

@@ -37,9 +37,9 @@ void add_extrapolate_command(CLI::App& app, Globals& g) {
   auto* cmd = app.add_subcommand("extrapolate", "Train at --train-len (packed), test at --test-len: NLL by position per encoding");
   cmd->add_option("config", a->config, "base config (default configs/textbook.yaml)");
   cmd->add_option("--positions", a->positions, "comma-separated position encodings (default: all six)");
-  cmd->add_option("--train-len", a->train_len, "training chunk length (default 64)")->check(CLI::PositiveNumber);
-  cmd->add_option("--test-len", a->test_len, "test sequence length (default 512)")->check(CLI::PositiveNumber);
-  cmd->add_option("--steps", a->steps, "training steps per encoding (default 600)")->check(CLI::PositiveNumber);
+  cmd->add_option("--train-len", a->train_len, "training chunk length (default 64)")->check(Positive);
+  cmd->add_option("--test-len", a->test_len, "test sequence length (default 512)")->check(Positive);
+  cmd->add_option("--steps", a->steps, "training steps per encoding (default 600)")->check(Positive);
   cmd->add_option("--seeds", a->seeds, "comma-separated seeds (default 0)");
   cmd->add_option("--set", a->sets, "override a field of the base config (repeatable)");
   cmd->callback([&g, a] {
@@ -52,8 +52,12 @@ void add_extrapolate_command(CLI::App& app, Globals& g) {
         while (std::getline(ss, p, ','))
           if (std::find(valid.begin(), valid.end(), p) == valid.end())
             throw InputError(fmt::format("--positions: unknown encoding '{}'; valid: {}", p, join(valid)));
+          else if (std::find(positions.begin(), positions.end(), p) != positions.end())
+            throw InputError(fmt::format("--positions: '{}' is given twice", p));
           else
             positions.push_back(p);
+        if (positions.empty())
+          throw InputError("--positions is empty: give at least one encoding", "valid: " + join(valid));
       }
       if (a->test_len < a->train_len)
         throw InputError(fmt::format("--test-len {} is shorter than --train-len {}", a->test_len, a->train_len));

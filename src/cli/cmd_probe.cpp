@@ -52,9 +52,9 @@ void add_probe_commands(CLI::App& app, Globals& g) {
   probe->add_option("name", a->name, "probe name (see the list below)");
   probe->add_option("checkpoint", a->checkpoint, "sparsity: the checkpoint (model.safetensors)");
   probe->add_flag("--list", a->list, "list the probes");
-  probe->add_option("--docs", a->opt.docs, "sparsity: validation documents (default 200)");
+  probe->add_option("--docs", a->opt.docs, "sparsity: validation documents (default 200)")->check(Positive);
   probe->add_option("--depths", a->depths, "gradnorm: comma-separated depths (default 6,12,24)");
-  probe->add_option("--len", a->opt.len, "kv-decode: tokens to decode (default 48)");
+  probe->add_option("--len", a->opt.len, "kv-decode: tokens to decode (default 48)")->check(Positive);
   probe->add_option("--context", a->opt.context, "kv-table: context length in tokens (default 32768)");
   probe->add_option("--config", a->opt.config, "gradnorm, kv-decode: base config (default configs/textbook.yaml)");
   probe->add_option("--csv", a->csv, "also write the tables as CSV");

@@ -175,7 +175,7 @@ void add_sizes_commands(CLI::App& app, Globals& g) {
       ->required();
   params->add_option("--set", pa->sets, "override a field in every config: section.key=value (repeatable)");
   params->add_option("--seq-len", pa->seq_len, "sequence length T for the FLOPs line (default model.max_seq_len)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive);
   params->add_option("--csv", pa->csv, "also write the counts as CSV to this file");
   params->callback([&g, pa] { g.run = [pa] { return run_params(pa->paths, pa->sets, pa->seq_len, pa->csv); }; });
 
@@ -183,8 +183,8 @@ void add_sizes_commands(CLI::App& app, Globals& g) {
   auto* kv = app.add_subcommand(
       "kvcache", "KV-cache numbers per token per layer, bytes per token and for a context × batch");
   kv->add_option("configs", ka->paths, "config files (YAML)")->required();
-  kv->add_option("--context", ka->context, "tokens in the cache (default 32768)")->check(CLI::PositiveNumber);
-  kv->add_option("--batch", ka->batch, "sequences (default 1)")->check(CLI::PositiveNumber);
+  kv->add_option("--context", ka->context, "tokens in the cache (default 32768)")->check(Positive);
+  kv->add_option("--batch", ka->batch, "sequences (default 1)")->check(Positive);
   kv->add_option("--dtype", ka->dtype, "cache dtype: bf16 | fp16 (2 bytes), fp32 (4 bytes)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
   kv->add_option("--set", ka->sets, "override a field in every config: section.key=value (repeatable)");

@@ -44,7 +44,7 @@ void add_sweep_command(CLI::App& app, Globals& g) {
   sweep->add_option("spec", a->spec, "experiment spec (experiments/*.yaml)");
   sweep->add_option("--set", a->sets, "override: key=value, or a grid axis key=a,b,c (repeatable)");
   sweep->add_option("--seeds", a->seeds, "comma-separated seeds (replaces the spec's)");
-  sweep->add_option("--jobs", a->jobs, "runs at once (each gets cores/jobs threads unless --threads)")->check(CLI::PositiveNumber);
+  sweep->add_option("--jobs", a->jobs, "runs at once (each gets cores/jobs threads unless --threads)")->check(Positive);
   sweep->add_option("--resume", a->resume,
                     "continue the interrupted sweep in this directory: finished runs are kept, interrupted ones resumed");
   sweep->add_flag("--quick", a->quick, "the spec's quick overrides and its first seed only (smoke test)");

@@ -80,16 +80,31 @@ TrainInvocation read_invocation(const std::string& out) {
   return inv;
 }
 
-// The status in a checkpoint's metadata ("" when there is no readable checkpoint).
-std::string checkpoint_status(const std::string& path) {
-  if (!fs::exists(path)) return "";
+// The status and steps in a checkpoint's metadata (status "" when there is no readable checkpoint).
+std::pair<std::string, std::string> checkpoint_status(const std::string& path) {
+  if (!fs::exists(path)) return {};
   try {
     Checkpoint ck = read_checkpoint(path);
     auto it = ck.metadata.find("status");
-    return it == ck.metadata.end() ? "" : it->second;
+    auto steps = ck.metadata.find("steps");
+    if (it == ck.metadata.end()) return {};
+    return {it->second, steps == ck.metadata.end() ? "" : steps->second};
   } catch (const InputError& e) {
     log::warn("train", "{}; the seed starts again", e.what());
-    return "";
+    return {};
+  }
+}
+
+// A seed is finished only when its result.csv is written and agrees with its checkpoint
+// (status and steps): a kill during the final test evaluation leaves an older result.
+bool result_matches(const std::string& result_csv, const std::string& status, const std::string& steps) {
+  if (!fs::exists(result_csv)) return false;
+  try {
+    Table t = read_seed_rows(result_csv);
+    const int st = column(t, "status"), sp = column(t, "steps");
+    return t.rows.size() == 1 && st >= 0 && sp >= 0 && t.rows[0][st] == status && t.rows[0][sp] == steps;
+  } catch (const Error&) {
+    return false;
   }
 }
 
@@ -109,7 +124,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
   auto* train = app.add_subcommand("train", "Train a config with one or more seeds; writes metrics, checkpoints, summary.csv");
   train->add_option("config", ta->config, "config file (YAML)");
   train->add_option("--seeds", ta->seeds, "comma-separated seeds, e.g. 0,1,2 (each: init and data order)");
-  train->add_option("--n-seeds", ta->n_seeds, "run seeds seed..seed+N-1 (default 1)")->check(CLI::PositiveNumber);
+  train->add_option("--n-seeds", ta->n_seeds, "run seeds seed..seed+N-1 (default 1)")->check(Positive);
   train->add_option("--set", ta->sets, "override a field: section.key=value (repeatable)");
   train->add_option("--resume", ta->resume,
                     "continue an interrupted `lmx train` in this output directory (finished seeds are kept)");
@@ -127,6 +142,8 @@ void add_train_commands(CLI::App& app, Globals& g) {
         if (!ta->config.empty() || !ta->sets.empty() || !ta->seeds.empty())
           throw InputError("--resume takes no config, --set or --seeds: the run continues with its own",
                            "lmx train --resume RUN_DIR");
+        if (!g.out.empty() && fs::path(g.out).lexically_normal() != fs::path(ta->resume).lexically_normal())
+          throw InputError("--resume DIR and --out name different directories", "give only --resume DIR");
         out = ta->resume;
         TrainInvocation inv = read_invocation(out);
         cfg = inv.config;
@@ -148,8 +165,12 @@ void add_train_commands(CLI::App& app, Globals& g) {
       // Resource guard and output checks, before any model is allocated.
       if (!ta->no_memory_check) check_training_memory(resolved, available_memory_bytes());
       if (writer) {
-        if (resume) check_writable(out);
-        else prepare_out_dir(out);
+        if (resume) {
+          lock_out_dir(out);  // two `train --resume DIR` at once: the second gets exit 2
+          check_writable(out);
+        } else {
+          prepare_out_dir(out);
+        }
         const double ckpt_bytes = 16.0 * static_cast<double>(estimate_training_memory(resolved).params);
         check_free_space(out, 2 * ckpt_bytes + 4e6, "checkpoints (weights and AdamW state, written atomically)");
         if (!resume) write_invocation(out, {cfg, seeds});
@@ -169,15 +190,15 @@ void add_train_commands(CLI::App& app, Globals& g) {
         // Fault injection for tests: LMX_FAULT_NAN_STEP=N poisons the loss at step N of every seed.
         if (const char* nan_step = std::getenv("LMX_FAULT_NAN_STEP")) ro.inject_nan_at_step = std::atoll(nan_step);
         if (resume) {
-          const std::string status = checkpoint_status((run_dir / "model.safetensors").string());
-          if (!resumable_status(status) && !status.empty() && fs::exists(result_csv)) {
+          const auto [status, steps] = checkpoint_status((run_dir / "model.safetensors").string());
+          if (!resumable_status(status) && !status.empty() && result_matches(result_csv, status, steps)) {
             Table done = read_seed_rows(result_csv);
             if (rows.header.empty()) rows.header = done.header;
             for (auto& r : done.rows) rows.add(r);
             log::info("train", "seed {}: finished before ({}), kept", seed, status);
             continue;
           }
-          ro.resume = resumable_status(status);
+          ro.resume = !status.empty();  // interrupted: continue; finished without its result: finish
         }
         if (writer) fs::create_directories(run_dir);
         RunResult r = train_run(cfg, corpus, ro);
@@ -225,7 +246,8 @@ void add_train_commands(CLI::App& app, Globals& g) {
   eval->add_option("checkpoint", ea->ckpt, "model.safetensors written by lmx train")->required();
   eval->add_option("--split", ea->split, "train, val or test (default test)");
   eval->add_option("--layout", ea->layout, "doc or packed (default: the training layout)");
-  eval->add_option("--seq-len", ea->seq_len, "packed: row length (default: the training seq_len)");
+  eval->add_option("--seq-len", ea->seq_len, "packed: row length (default: the training seq_len)")
+      ->check(Positive);
   eval->add_option("--by-position", ea->by_position, "range starts for mean NLL by position, e.g. 0,64,128,256");
   eval->add_option("--csv", ea->csv, "also write the results as CSV");
   eval->callback([&g, ea] {
@@ -272,9 +294,10 @@ void add_train_commands(CLI::App& app, Globals& g) {
   auto* gen = app.add_subcommand("generate", "Sample a continuation from a checkpoint (KV cache by default)");
   gen->add_option("checkpoint", ga->ckpt, "model.safetensors")->required();
   gen->add_option("--prompt", ga->prompt, "prompt words (garden) or text; <bos> is prepended");
-  gen->add_option("--max-new", ga->max_new, "tokens to generate (stops early at <eos>)")->check(CLI::PositiveNumber);
-  gen->add_option("--temperature", ga->temperature, "sampling temperature; 0 = greedy")->check(CLI::NonNegativeNumber);
-  gen->add_option("--top-k", ga->top_k, "sample among the k most likely tokens; 0 = all")->check(CLI::NonNegativeNumber);
+  gen->add_option("--max-new", ga->max_new, "tokens to generate (stops early at <eos>)")->check(Positive);
+  gen->add_option("--temperature", ga->temperature, "sampling temperature; 0 = greedy")
+      ->check(NonNegative);
+  gen->add_option("--top-k", ga->top_k, "sample among the k most likely tokens; 0 = all")->check(NonNegative);
   gen->add_flag("--no-cache", ga->no_cache, "recompute the whole prefix at every step");
   gen->callback([&g, ga] {
     g.run = [&g, ga] {

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -85,6 +86,8 @@ void add_uptrain_command(CLI::App& app, Globals& g) {
                                    ? std::vector<int>{static_cast<int>(std::max<int64_t>(1, budget / 20)),
                                                       static_cast<int>(std::max<int64_t>(1, budget / 5))}
                                    : parse_int_list("--steps", a->steps);
+      if (steps.empty() || *std::min_element(steps.begin(), steps.end()) < 1)
+        throw InputError(fmt::format("--steps {}: every length must be >= 1", a->steps), "e.g. --steps 50,200");
       const std::string out = g.out.empty() ? default_out_dir("uptrain") : g.out;
       prepare_out_dir(out);
       signals::install();

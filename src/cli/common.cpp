@@ -1,11 +1,20 @@
 #include "cli/common.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
+#include "config/fields.h"
 #include "util/csv.h"
 #include "util/error.h"
 
@@ -25,14 +34,11 @@ std::vector<std::string> parse_list(const std::string& list) {
 std::vector<int> parse_int_list(const std::string& flag, const std::string& list) {
   std::vector<int> out;
   for (const auto& item : parse_list(list)) {
-    try {
-      size_t used = 0;
-      const int v = std::stoi(item, &used);
-      if (used != item.size()) throw std::invalid_argument(item);
-      out.push_back(v);
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("{} {}: '{}' is not an integer", flag, list, item), "example: " + flag + " 0,1,2");
-    }
+    const auto v = strict_integer(item);
+    if (!v || *v < INT_MIN || *v > INT_MAX)
+      throw InputError(fmt::format("{} {}: '{}' is not a decimal integer (32-bit, no leading zeros)", flag, list, item),
+                       "example: " + flag + " 0,1,2");
+    out.push_back(static_cast<int>(*v));
   }
   return out;
 }
@@ -42,9 +48,13 @@ std::vector<uint64_t> parse_seeds(const std::string& list, int n_seeds, long lon
   if (!list.empty()) {
     for (int v : parse_int_list("--seeds", list)) {
       if (v < 0) throw InputError(fmt::format("--seeds {}: seeds are non-negative", list));
+      if (std::find(seeds.begin(), seeds.end(), static_cast<uint64_t>(v)) != seeds.end())
+        throw InputError(fmt::format("--seeds {}: seed {} is given twice", list, v), "each seed runs once");
       seeds.push_back(static_cast<uint64_t>(v));
     }
+    if (seeds.empty()) throw InputError(fmt::format("--seeds '{}': no seed given", list), "example: --seeds 0,1,2");
   } else {
+    if (n_seeds > 10000) throw InputError(fmt::format("--n-seeds {}: at most 10000 seeds", n_seeds));
     const uint64_t base = global_seed >= 0 ? static_cast<uint64_t>(global_seed) : 0;
     for (int i = 0; i < std::max(1, n_seeds); ++i) seeds.push_back(base + i);
   }
@@ -59,6 +69,9 @@ std::string default_out_dir(const std::string& name) {
 }
 
 void check_writable(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw InputError(fmt::format("{}: is a file, not an output directory", dir), "choose another --out");
   const fs::path probe = fs::path(dir) / ".lmx-write-check";
   try {
     write_file_atomic(probe.string(), "ok\n");
@@ -66,8 +79,36 @@ void check_writable(const std::string& dir) {
     throw InputError(fmt::format("{}: output directory is not writable ({})", dir, e.what()),
                      "choose another --out or fix its permissions / free space");
   }
-  std::error_code ec;
   fs::remove(probe, ec);
+}
+
+namespace {
+constexpr const char* kLockFile = ".lmx.lock";
+}  // namespace
+
+void lock_out_dir(const std::string& dir) {
+  static std::map<std::string, int> held;  // canonical directory -> open lock file (never closed)
+  const std::string canon = fs::weakly_canonical(dir).string();
+  if (held.count(canon)) return;
+  const std::string path = (fs::path(dir) / kLockFile).string();
+  // O_CLOEXEC: a sweep's child runs must not inherit (and so prolong) the sweep's lock.
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw InputError(fmt::format("{}: output directory is not writable ({}: {})", dir, kLockFile, std::strerror(errno)),
+                     "choose another --out or fix its permissions / free space");
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {};
+    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    std::string pid(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    pid.erase(std::remove_if(pid.begin(), pid.end(), [](char c) { return c < '0' || c > '9'; }), pid.end());
+    throw InputError(fmt::format("{}: in use by another lmx process{}", dir, pid.empty() ? "" : " (pid " + pid + ")"),
+                     "two processes must not write one output folder: wait for it to end, or choose another --out");
+  }
+  const std::string me = std::to_string(getpid()) + "\n";
+  // The pid is for the message above only; the flock is what excludes.
+  if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, me.data(), me.size(), 0);
+  held[canon] = fd;
 }
 
 void check_free_space(const std::string& dir, double needed_bytes, const std::string& what) {
@@ -83,13 +124,17 @@ void check_free_space(const std::string& dir, double needed_bytes, const std::st
 
 void prepare_out_dir(const std::string& dir) {
   std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
-    throw InputError(fmt::format("{}: output directory exists and is not empty", dir),
-                     "choose another --out or remove it (an interrupted run continues with --resume)");
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw InputError(fmt::format("{}: --out names a file, not a directory", dir), "choose another --out");
   fs::create_directories(dir, ec);
   if (ec)
     throw InputError(fmt::format("{}: cannot create the output directory: {}", dir, ec.message()),
                      "choose another --out or fix its permissions");
+  lock_out_dir(dir);  // before the emptiness check: of two processes started together, one wins
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename() != kLockFile)
+      throw InputError(fmt::format("{}: output directory exists and is not empty", dir),
+                       "choose another --out or remove it (an interrupted run continues with --resume)");
   check_writable(dir);
 }
 
@@ -104,6 +149,7 @@ std::string sweep_out_dir(const std::string& resume, const std::string& out, con
   if (!fs::is_directory(fs::path(resume) / "runs"))
     throw InputError(fmt::format("{}: not an lmx sweep output directory (no runs/)", resume),
                      "give the --out directory of the interrupted run");
+  lock_out_dir(resume);
   check_writable(resume);
   return resume;
 }

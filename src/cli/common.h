@@ -19,10 +19,16 @@ std::vector<uint64_t> parse_seeds(const std::string& list, int n_seeds = 1, long
 std::string default_out_dir(const std::string& name);
 
 // Creates a fresh, writable output directory; refuses a non-empty one and an unwritable one
-// (InputError, exit 2) before any work starts.
+// (InputError, exit 2) before any work starts. Takes the directory's lock (lock_out_dir) first.
 void prepare_out_dir(const std::string& dir);
 
-// InputError (exit 2) when a file cannot be created in dir (permissions, read-only, full).
+// Holds an exclusive flock on DIR/.lmx.lock for the rest of this process (not inherited by
+// children), so that two lmx processes never write one run or sweep folder. InputError (exit
+// 2) naming the holder's pid when another process holds it. dir must exist.
+void lock_out_dir(const std::string& dir);
+
+// InputError (exit 2) when a file cannot be created in dir (permissions, read-only, full) or dir
+// names a file.
 void check_writable(const std::string& dir);
 
 // The output directory of a sweep-like verb (sweep, ablate): with --resume DIR, DIR after

@@ -3,6 +3,8 @@
 #include <fmt/ranges.h>
 #include <torch/version.h>
 
+#include <algorithm>
+#include <functional>
 #include <iostream>
 
 #include "cli/app.h"
@@ -11,6 +13,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/runtime.h"
+#include "util/signals.h"
 
 namespace {
 
@@ -38,9 +41,29 @@ void print_version() {
                            backends.empty() ? "none" : fmt::format("{}", fmt::join(backends, ", ")));
 }
 
+// A message as one readable line: newlines become spaces, and a very long word (a 100 KB file
+// name) keeps its start and end only.
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  constexpr size_t kLong = 240;
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t end = std::min(text.find(' ', i), text.size());
+    if (end - i > kLong)
+      out += text.substr(i, 120) + fmt::format("...({} bytes)...", end - i - 180) + text.substr(end - 60, 60);
+    else
+      out += text.substr(i, end - i);
+    if (end < text.size()) out += ' ';
+    i = end + 1;
+  }
+  return out;
+}
+
 int error_exit(const lmx::Error& e) {
-  std::cerr << "lmx: error: " << e.what() << "\n";
-  if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
+  std::cerr << "lmx: error: " << one_line(e.what()) << "\n";
+  if (!e.hint().empty()) std::cerr << "  hint: " << one_line(e.hint()) << "\n";
   return e.exit_code();
 }
 
@@ -49,6 +72,7 @@ int error_exit(const lmx::Error& e) {
 int main(int argc, char** argv) {
   using namespace lmx;
   runtime::tune_allocator();
+  signals::install_early();  // SIGTERM before the job starts exits 130, as SIGINT does
   CLI::App app{"lmx: train, evaluate and ablate small Transformer LMs on CPU"};
   app.footer(components_footer());
   app.fallthrough();
@@ -57,9 +81,10 @@ int main(int argc, char** argv) {
   bool version = false;
   app.add_flag("--version", version, "print versions of lmx, LibTorch, the BLAS in use, threads, CUDA");
   app.add_option("--threads", g.threads, "intra-op threads for LibTorch and OpenBLAS (default: this process's cores up to 2, or OMP_NUM_THREADS)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::Positive);
   auto* device_opt = app.add_option("--device", g.device, "cpu or cuda (cuda needs a CUDA build of LibTorch)");
-  app.add_option("--seed", g.seed, "base seed for the verbs that take one");
+  app.add_option("--seed", g.seed, "base seed for the verbs that take one")
+      ->check(cli::numeric_check([](double v) { return v >= 0 && v < 9.2e18; }, ">= 0 (a 64-bit integer)"));
   app.add_option("--out", g.out, "output directory for results");
   app.add_flag("-v,--verbose", g.verbose, "more log lines");
   app.add_flag("-q,--quiet", g.quiet, "only warnings and errors on stderr");
@@ -76,6 +101,15 @@ int main(int argc, char** argv) {
   cli::add_probe_commands(app, g);
   cli::add_bench_command(app, g);
 
+  // A repeatable --set takes one value per use, so `lmx train --set k=v CONFIG` does not read
+  // CONFIG as a second override: the order of --set and the positional does not matter.
+  std::function<void(CLI::App*)> one_value_per_set = [&](CLI::App* a) {
+    for (CLI::Option* o : a->get_options([](CLI::Option* o) { return o->get_name() == "--set"; }))
+      o->allow_extra_args(false);
+    for (CLI::App* sub : a->get_subcommands([](CLI::App*) { return true; })) one_value_per_set(sub);
+  };
+  one_value_per_set(&app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -85,14 +119,20 @@ int main(int argc, char** argv) {
     std::cout << app.help("", CLI::AppFormatMode::All);
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "lmx: error: " << e.what() << "\n  hint: lmx --help lists verbs and options\n";
+    std::cerr << "lmx: error: " << one_line(e.what()) << "\n  hint: lmx --help lists verbs and options\n";
     return 2;
   }
 
   try {
     log::init(g.quiet ? -1 : g.verbose);
     g.device_given = device_opt->count() > 0;
-    runtime::set_threads(g.threads > 0 ? g.threads : runtime::default_threads());
+    const int threads = g.threads > 0 ? g.threads : runtime::default_threads();
+    if (threads > runtime::max_threads())
+      throw InputError(fmt::format("{} {}: at most {} threads (4 x this machine's {} cores)",
+                                   g.threads > 0 ? "--threads" : "OMP_NUM_THREADS", threads, runtime::max_threads(),
+                                   runtime::max_threads() / 4),
+                       "leave --threads out for the default");
+    runtime::set_threads(threads);
     runtime::check_device(g.device);
     if (version) {
       print_version();
@@ -106,10 +146,10 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     return error_exit(e);
   } catch (const c10::Error& e) {
-    std::cerr << "lmx: error: LibTorch: " << e.what_without_backtrace() << "\n";
+    std::cerr << "lmx: error: LibTorch: " << one_line(e.what_without_backtrace()) << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "lmx: error: " << e.what() << "\n";
+    std::cerr << "lmx: error: " << one_line(e.what()) << "\n";
     return 1;
   }
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "config/fields.h"
@@ -22,7 +23,13 @@ int ModelConfig::ffn_hidden(bool gated) const {
   // count (rounded to nearest: 256 -> 171), then rounded up to d_ff_multiple (Llama: 256).
   const long long width = gated ? (2 * plain + 1) / 3 : plain;
   const long long m = d_ff_multiple;
-  return static_cast<int>((width + m - 1) / m * m);
+  const long long hidden = (width + m - 1) / m * m;
+  if (hidden > std::numeric_limits<int>::max())
+    throw InputError(fmt::format("model.d_ff auto is {} (from d_model {}, d_ff_plain {}, d_ff_multiple {}): more than "
+                                 "the {} a width may be",
+                                 hidden, d_model, d_ff_plain, d_ff_multiple, std::numeric_limits<int>::max()),
+                     "set model.d_ff, or smaller d_model / d_ff_plain / d_ff_multiple");
+  return static_cast<int>(hidden);
 }
 
 namespace {
@@ -50,12 +57,21 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
 void apply_tree(Config& cfg, const YAML::Node& root, const std::string& file,
                 std::vector<std::string>& chain, bool allow_extends);
 
+// Refuses a key given twice in one mapping (YAML parsers keep one of them silently).
+void unique_key(std::vector<std::string>& seen, const std::string& name, const std::string& at) {
+  if (std::find(seen.begin(), seen.end(), name) != seen.end())
+    throw InputError(fmt::format("{}: '{}' is given twice in one mapping", at, name), "give each key once");
+  seen.push_back(name);
+}
+
 void apply_file(Config& cfg, const std::string& path, std::vector<std::string>& chain) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw InputError(fmt::format("{}: no such config file", path),
                      "configs/ holds the presets; run `lmx config show configs/textbook.yaml`");
   if (fs::is_directory(path, ec)) throw InputError(fmt::format("{}: is a directory, not a config file", path));
+  // A FIFO, socket or device would block or never end: only regular files (or links to them).
+  if (!fs::is_regular_file(path, ec)) throw InputError(fmt::format("{}: not a regular file, not a config file", path));
   std::string canon = fs::weakly_canonical(path).string();
   if (std::find(chain.begin(), chain.end(), canon) != chain.end()) {
     chain.push_back(canon);
@@ -64,7 +80,11 @@ void apply_file(Config& cfg, const std::string& path, std::vector<std::string>& 
   chain.push_back(canon);
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) throw InputError(fmt::format("{}: cannot read", path));
+    root = load_single_document(text.str(), path);
   } catch (const YAML::ParserException& e) {
     throw InputError(fmt::format("{}: not valid YAML: {}", where(path, e.mark), e.msg));
   } catch (const YAML::Exception& e) {
@@ -110,9 +130,11 @@ void apply_tree_body(Config& cfg, const YAML::Node& root, const std::string& fil
     fs::path base_path = fs::path(file).parent_path() / base.Scalar();
     apply_file(cfg, base_path.lexically_normal().string(), chain);
   }
+  std::vector<std::string> seen;
   for (const auto& item : root) {
     std::string name = key_name(item.first, file);
     std::string at = where(file, item.first.Mark());
+    unique_key(seen, name, at);
     if (name == "extends") continue;
     if (std::find(kSections.begin(), kSections.end(), name) == kSections.end())
       throw InputError(fmt::format("{}: unknown section '{}'{}; valid: {}", at, name,
@@ -121,15 +143,23 @@ void apply_tree_body(Config& cfg, const YAML::Node& root, const std::string& fil
     if (body.IsNull()) continue;
     if (!body.IsMap())
       throw InputError(fmt::format("{}: section {} must be a mapping of keys", at, name));
+    std::vector<std::string> keys;
     for (const auto& kv : body) {
       std::string key = key_name(kv.first, file);
       std::string kat = where(file, kv.first.Mark());
+      unique_key(keys, name + "." + key, kat);
       const Field* field = find_field(name + "." + key);
       if (!field)
         throw InputError(fmt::format("{}: unknown key {}.{}{}", kat, name, key,
                                      did_you_mean(key, section_keys(name))),
                          "`lmx config fields` lists every key with its meaning");
       field->set(cfg, kv.second, where(file, kv.second.Mark()));
+      if (allow_extends && is_path_key(field->key)) {  // a file's key: relative to that file
+        std::string& p = field->key == "data.grammar" ? cfg.data.grammar : cfg.data.text_path;
+        // A bare grammar name (no "/" or ".") names a built-in under data/ (garden, garden_v1).
+        if (field->key != "data.grammar" || p.find_first_of("/.") != std::string::npos)
+          p = resolve_path(p, fs::path(file).parent_path().string());
+      }
     }
   }
 }
@@ -161,6 +191,10 @@ void apply_override(Config& cfg, const std::string& assignment) {
     throw InputError(fmt::format("{}: value is not a YAML scalar: {}", at, e.msg));
   }
   field->set(cfg, node, at);
+  if (is_path_key(key)) {  // --set: relative to the working directory
+    std::string& p = key == "data.grammar" ? cfg.data.grammar : cfg.data.text_path;
+    if (key != "data.grammar" || p.find_first_of("/.") != std::string::npos) p = resolve_path(p, "");
+  }
 }
 
 Config parse_config(const std::string& yaml_text, const std::string& source_name,
@@ -169,7 +203,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
   cfg.source = source_name;
   YAML::Node root;
   try {
-    root = YAML::Load(yaml_text);
+    root = load_single_document(yaml_text, source_name);
   } catch (const YAML::ParserException& e) {
     throw InputError(fmt::format("{}: not valid YAML: {}", where(source_name, e.mark), e.msg));
   }
@@ -187,14 +221,6 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   std::vector<std::string> chain;
   apply_file(cfg, path, chain);
   for (const auto& o : overrides) apply_override(cfg, o);
-  // Relative data paths are relative to the config that names them.
-  auto rebase = [&](std::string& p) {
-    if (!p.empty() && fs::path(p).is_relative() && !fs::exists(p))
-      p = (fs::path(path).parent_path() / p).lexically_normal().string();
-  };
-  // A bare name (no "/" or ".") names a built-in grammar under data/ (garden, garden_v1).
-  if (cfg.data.grammar.find_first_of("/.") != std::string::npos) rebase(cfg.data.grammar);
-  rebase(cfg.data.text_path);
   validate(cfg);
   return cfg;
 }
@@ -230,6 +256,16 @@ void validate(const Config& cfg) {
   const DataConfig& d = cfg.data;
   check(d.kind != "text" || !d.text_path.empty(), cfg, "data.kind is text but data.text_path is empty");
   check(d.val_fraction + d.test_fraction < 1, cfg, "data.val_fraction + data.test_fraction must be < 1");
+  if (m.d_ff == 0) {  // d_ff auto must fit an int (the gated width is never larger)
+    try {
+      m.ffn_hidden(false);
+    } catch (const InputError& e) {
+      check(false, cfg, e.what(), e.hint());
+    }
+  }
+  check(m.rope_scaling != "yarn" || m.yarn_beta_fast > m.yarn_beta_slow, cfg,
+        fmt::format("model.yarn_beta_fast ({}) must exceed model.yarn_beta_slow ({})", m.yarn_beta_fast,
+                    m.yarn_beta_slow));
 }
 
 std::string to_yaml(const Config& cfg) {

@@ -1,10 +1,15 @@
 #include "config/fields.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
 
 #include "model/registry.h"
 #include "util/error.h"
@@ -53,13 +58,12 @@ Field int_field(std::string key, int S::*m, double min, double max, std::string 
     if (!n.IsScalar())
       throw InputError(fmt::format("{}: {} expects an integer, got {}", where, f.key, show_scalar(n)));
     if (f.zero_is_auto && n.Scalar() == "auto") { section_of<S>(c).*m = 0; return; }
-    long long v;
-    try {
-      v = n.as<long long>();
-    } catch (const YAML::Exception&) {
-      throw InputError(fmt::format("{}: {} expects an integer{}, got {}", where, f.key,
-                                   f.zero_is_auto ? " or auto" : "", show_scalar(n)));
-    }
+    const std::optional<long long> parsed = strict_integer(n.Scalar());
+    if (!parsed)
+      throw InputError(fmt::format("{}: {} expects a decimal integer{}, got {}", where, f.key,
+                                   f.zero_is_auto ? " or auto" : "", show_scalar(n)),
+                       "no leading zeros (YAML reads 010 as octal 8)");
+    const long long v = *parsed;
     check_range(f, static_cast<double>(v), where, n.Scalar());
     section_of<S>(c).*m = static_cast<int>(v);
   };
@@ -186,7 +190,7 @@ std::vector<Field> make_fields() {
       int_field<T>("train.warmup_steps", &T::warmup_steps, 0, kMaxInt, "linear warm-up steps from 0 to lr"),
       float_field<T>("train.beta1", &T::beta1, 0, 0.999999, "AdamW β1"),
       float_field<T>("train.beta2", &T::beta2, 0, 0.999999, "AdamW β2"),
-      float_field<T>("train.adam_eps", &T::adam_eps, 0, 1, "AdamW ε"),
+      float_field<T>("train.adam_eps", &T::adam_eps, 1e-30, 1, "AdamW ε"),
       float_field<T>("train.weight_decay", &T::weight_decay, 0, 10, "AdamW decoupled weight decay (matrices only; not norms, biases)"),
       float_field<T>("train.grad_clip", &T::grad_clip, 0, 1e9, "clip the global gradient norm to this; 0 = no clipping"),
       int_field<T>("train.eval_every", &T::eval_every, 0, kMaxInt, "validate every N steps (always at the end); 0 = only at the end"),
@@ -254,6 +258,60 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
   return out;
+}
+
+namespace {
+// Parser events ignored; only where the second document starts is kept.
+struct DocumentCounter : YAML::EventHandler {
+  int documents = 0;
+  YAML::Mark second;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+}  // namespace
+
+YAML::Node load_single_document(const std::string& text, const std::string& source) {
+  {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    if (parser.HandleNextDocument(counter) && parser.HandleNextDocument(counter) && counter.documents >= 2)
+      throw InputError(fmt::format("{}:{}:{}: a second YAML document (after ---): give one document per file", source,
+                                   counter.second.line + 1, counter.second.column + 1));
+  }
+  return YAML::Load(text);
+}
+
+bool is_path_key(const std::string& key) { return key == "data.grammar" || key == "data.text_path"; }
+
+std::string resolve_path(const std::string& value, const std::string& base_dir) {
+  if (value.empty() || std::filesystem::path(value).is_absolute()) return value;
+  const std::filesystem::path base = base_dir.empty() ? std::filesystem::path(".") : std::filesystem::path(base_dir);
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(base / value, ec);
+  return (ec ? base / value : abs).lexically_normal().string();
+}
+
+std::optional<long long> strict_integer(const std::string& text) {
+  size_t i = text.size() > 1 && text[0] == '-' ? 1 : 0;
+  if (i == text.size() || text.size() - i > 19) return std::nullopt;
+  if (text[i] == '0' && text.size() - i > 1) return std::nullopt;  // leading zero: octal to YAML
+  for (size_t k = i; k < text.size(); ++k)
+    if (text[k] < '0' || text[k] > '9') return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0') return std::nullopt;
+  return v;
 }
 
 std::string fields_markdown() {

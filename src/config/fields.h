@@ -3,6 +3,7 @@
 // `config fields`, equality) walks this table.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,21 @@ std::string join(const std::vector<std::string>& items, const std::string& sep =
 
 // Markdown table of every field: key, type, default, meaning (docs/CONFIG.md).
 std::string fields_markdown();
+
+// The keys that name files (data.grammar, data.text_path): a relative value is resolved against
+// the directory of the file that sets it (the working directory for --set), and kept absolute,
+// so that a checkpoint or sweep names the same file from any directory.
+bool is_path_key(const std::string& key);
+std::string resolve_path(const std::string& value, const std::string& base_dir);
+
+// The one YAML document of `text` (a config's, spec's or grammar's); a second document (after
+// ---) is an InputError naming `source`, line and column. YAML::LoadAll can loop forever on some
+// malformed input, so documents are counted by a parser stopped after the second.
+YAML::Node load_single_document(const std::string& text, const std::string& source);
+
+// YAML integer text in strict decimal: "010" (octal 8 to yaml-cpp), "0x1F", "+5" and "1_000" are
+// ambiguous or surprising and return nullopt, as does anything that is not an integer or does
+// not fit int64.
+std::optional<long long> strict_integer(const std::string& text);
 
 }  // namespace lmx

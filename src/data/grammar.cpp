@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -41,6 +43,11 @@ std::vector<std::string> keys_of(const YAML::Node& map) {
   for (const auto& kv : map) out.push_back(kv.first.as<std::string>());
   return out;
 }
+
+// Limits that keep generation bounded (a document, the rule nesting, the rules of a file).
+constexpr size_t kMaxRules = 10000;
+constexpr int kMaxDepth = 256;
+constexpr double kMaxDocWords = 100000;
 
 // Raw choice before word ids exist.
 struct RawSymbol {
@@ -100,7 +107,7 @@ std::string grammar_path(const std::string& spec) {
 Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
-    root = YAML::Load(yaml_text);
+    root = load_single_document(yaml_text, source);
   } catch (const YAML::Exception& e) {
     fail(fmt::format("{}:{}:{}", source, e.mark.line + 1, e.mark.column + 1), "not valid YAML: " + e.msg);
   }
@@ -149,10 +156,13 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
   if (!rules.IsMap() || rules.size() == 0) fail(at(source, rules), "rules: expected a mapping Name -> list of choices");
   std::vector<std::string> names = keys_of(rules);
   std::map<std::string, int> rule_index;
+  if (names.size() > kMaxRules)
+    fail(at(source, rules), fmt::format("{} rules, more than the {} allowed", names.size(), kMaxRules));
   for (size_t i = 0; i < names.size(); ++i) {
-    if (!std::isupper(static_cast<unsigned char>(names[i][0])))
+    if (names[i].empty() || !std::isupper(static_cast<unsigned char>(names[i][0])))
       fail(at(source, rules) + ": rules." + names[i], "rule names start with a capital letter");
-    rule_index[names[i]] = static_cast<int>(i);
+    if (!rule_index.emplace(names[i], static_cast<int>(i)).second)
+      fail(at(source, rules) + ": rules." + names[i], "the rule is defined twice");
   }
 
   std::vector<std::vector<RawChoice>> raw(names.size());
@@ -230,6 +240,37 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
   reach(g.start);
   for (size_t i = 0; i < names.size(); ++i)
     if (!reached[i]) fail(source + ": rules." + names[i], "never used: not reachable from start");
+  // Bounded documents: rules that expand exponentially (A: B B, B: C C, ...) would generate
+  // documents of millions of words. Longest document and deepest rule nesting, over the DAG.
+  {
+    std::vector<double> longest(names.size(), -1);
+    std::vector<int> depth(names.size(), 0);
+    std::function<void(int)> measure = [&](int u) {
+      if (longest[u] >= 0) return;
+      double most = 0;
+      int deepest = 0;
+      for (const auto& c : raw[u]) {
+        double len = 0;
+        for (const auto& s : c.seq) {
+          if (s.kind != Symbol::Rule) { len += 1; continue; }
+          const int v = rule_index.at(s.name);
+          measure(v);
+          len += longest[v];
+          deepest = std::max(deepest, depth[v]);
+        }
+        most = std::max(most, len);
+      }
+      longest[u] = std::min(most, 1e18);
+      depth[u] = deepest + 1;
+    };
+    measure(g.start);
+    if (depth[g.start] > kMaxDepth)
+      fail(source + ": rules", fmt::format("rules nest {} deep from {}, more than the {} allowed", depth[g.start],
+                                           names[g.start], kMaxDepth));
+    if (longest[g.start] > kMaxDocWords)
+      fail(source + ": rules", fmt::format("the longest document has {:.0f} words, more than the {} allowed "
+                                           "(rules that repeat rules multiply)", longest[g.start], kMaxDocWords));
+  }
 
   // Vocabulary: specials first, then every word in byte order.
   g.vocab.words = {"<pad>", "<bos>", "<eos>"};
@@ -263,8 +304,11 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
 }
 
 Grammar load_grammar(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::error_code ec;
+  std::ifstream in;
+  // A FIFO or device would block or never end: only regular files (or links to them).
+  if (std::filesystem::is_regular_file(path, ec)) in.open(path, std::ios::binary);
+  if (!in.is_open() || !in)
     throw InputError(fmt::format("{}: cannot read the garden grammar", path),
                      "set data.grammar to a grammar file (the built-in one is data/garden.yaml in the lmx sources)");
   std::stringstream ss;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "config/fields.h"
 #include "data/corpus.h"
@@ -28,14 +30,32 @@ std::string scalar(const std::string& file, const YAML::Node& n, const std::stri
   return n.Scalar();
 }
 
+// A value as the spec sets it: a file name (data.grammar, ...) relative to the spec.
+std::string spec_value(const std::string& file, const std::string& key, const std::string& value) {
+  return is_path_key(key) ? resolve_path(value, fs::path(file).parent_path().string()) : value;
+}
+
+// The keys of a mapping, each once (YAML parsers keep one of a repeated key silently).
+std::vector<std::string> unique_keys(const std::string& file, const YAML::Node& map, const std::string& what) {
+  std::vector<std::string> keys;
+  for (const auto& kv : map) {
+    const std::string key = scalar(file, kv.first, what);
+    if (std::find(keys.begin(), keys.end(), key) != keys.end())
+      throw InputError(fmt::format("{}: '{}' is given twice", at(file, kv.first), key), "give each key once");
+    keys.push_back(key);
+  }
+  return keys;
+}
+
 // A mapping of config keys to scalar values -> "key=value" overrides.
 std::vector<std::string> overrides(const std::string& file, const YAML::Node& n, const std::string& what) {
   std::vector<std::string> out;
   if (!n || n.IsNull()) return out;
   if (!n.IsMap()) throw InputError(fmt::format("{}: {} expects a mapping of section.key: value", at(file, n), what));
+  unique_keys(file, n, "a key");
   for (const auto& kv : n) {
     const std::string key = scalar(file, kv.first, "a key");
-    out.push_back(key + "=" + scalar(file, kv.second, key));
+    out.push_back(key + "=" + spec_value(file, key, scalar(file, kv.second, key)));
   }
   return out;
 }
@@ -63,12 +83,16 @@ ExperimentSpec load_spec_body(const std::string& path) {
   if (!fs::is_regular_file(path, ec)) throw InputError(fmt::format("{}: no such experiment spec", path));
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    root = load_single_document(text.str(), path);
   } catch (const YAML::Exception& e) {
     throw InputError(fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   if (!root.IsMap()) throw InputError(fmt::format("{}: an experiment spec is a mapping (kind, base, seeds, set, points, grid, quick)", path));
   static const std::vector<std::string> keys = {"kind", "base", "seeds", "set", "points", "grid", "quick", "description", "match_params"};
+  unique_keys(path, root, "a key");
   for (const auto& kv : root) {
     const std::string key = scalar(path, kv.first, "a key");
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
@@ -85,13 +109,12 @@ ExperimentSpec load_spec_body(const std::string& path) {
     if (!s.IsSequence() || s.size() == 0) throw InputError(fmt::format("{}: seeds expects a non-empty list, e.g. [0, 1]", at(path, s)));
     spec.seeds.clear();
     for (const auto& v : s) {
-      try {
-        long long x = v.as<long long>();
-        if (x < 0) throw YAML::Exception(v.Mark(), "negative");
-        spec.seeds.push_back(static_cast<uint64_t>(x));
-      } catch (const YAML::Exception&) {
-        throw InputError(fmt::format("{}: seeds: expects non-negative integers", at(path, v)));
-      }
+      const auto x = v.IsScalar() ? strict_integer(v.Scalar()) : std::nullopt;
+      if (!x || *x < 0)
+        throw InputError(fmt::format("{}: seeds: expects non-negative decimal integers (no leading zeros)", at(path, v)));
+      if (std::find(spec.seeds.begin(), spec.seeds.end(), static_cast<uint64_t>(*x)) != spec.seeds.end())
+        throw InputError(fmt::format("{}: seeds: seed {} is given twice", at(path, v), *x), "each seed runs once");
+      spec.seeds.push_back(static_cast<uint64_t>(*x));
     }
   }
   if (auto m = root["match_params"]) spec.match_params = scalar(path, m, "match_params");
@@ -99,6 +122,7 @@ ExperimentSpec load_spec_body(const std::string& path) {
   spec.quick = overrides(path, root["quick"], "quick");
   if (auto p = root["points"]) {
     if (!p.IsMap()) throw InputError(fmt::format("{}: points expects a mapping name: {{key: value, ...}}", at(path, p)));
+    unique_keys(path, p, "a point name");
     for (const auto& kv : p) spec.points.emplace_back(scalar(path, kv.first, "a point name"), overrides(path, kv.second, "a point"));
   }
   if (!spec.match_params.empty() &&
@@ -107,12 +131,13 @@ ExperimentSpec load_spec_body(const std::string& path) {
                                  spec.match_params));
   if (auto g = root["grid"]) {
     if (!g.IsMap()) throw InputError(fmt::format("{}: grid expects a mapping key: [values]", at(path, g)));
+    unique_keys(path, g, "a grid key");
     for (const auto& kv : g) {
       const std::string key = scalar(path, kv.first, "a grid key");
       if (!kv.second.IsSequence() || kv.second.size() == 0)
         throw InputError(fmt::format("{}: grid axis {} expects a non-empty list", at(path, kv.second), key));
       std::vector<std::string> values;
-      for (const auto& v : kv.second) values.push_back(scalar(path, v, key));
+      for (const auto& v : kv.second) values.push_back(spec_value(path, key, scalar(path, v, key)));
       spec.grid.emplace_back(key, values);
     }
   }
@@ -187,11 +212,26 @@ std::vector<GridPoint> expand(const ExperimentSpec& spec, bool quick) {
       if (gp.name.empty()) gp.name = fs::path(spec.base).stem().string();
       std::vector<std::string> all = spec.set;
       all.insert(all.end(), gp.overrides.begin(), gp.overrides.end());
-      if (quick) all.insert(all.end(), spec.quick.begin(), spec.quick.end());
+      for (const auto& other : out)
+        if (other.name == gp.name)
+          throw InputError(fmt::format("{}: point '{}' is given twice (its rows would be averaged into one)", spec.path,
+                                       gp.name),
+                           "give each point and grid value once");
       try {
         gp.config = load_config(base, all);
       } catch (const InputError& e) {
         throw InputError(fmt::format("{}: point '{}': {}", spec.path, gp.name, e.what()), e.hint());
+      }
+      // The quick block is checked also when not used: a --quick smoke test must not be the
+      // first to find it broken.
+      if (!spec.quick.empty()) {
+        all.insert(all.end(), spec.quick.begin(), spec.quick.end());
+        try {
+          Config q = load_config(base, all);
+          if (quick) gp.config = q;
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("{}: point '{}' with the quick: block: {}", spec.path, gp.name, e.what()), e.hint());
+        }
       }
       gp.base_name = pname;
       gp.config.name = gp.name;

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <nlohmann/json.hpp>
 
+#include "config/fields.h"
 #include "train/summary.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -103,12 +104,15 @@ std::string read_text(const fs::path& path) {
 }  // namespace
 
 std::pair<int, int> parse_shard(const std::string& text) {
-  int i = -1, n = 0;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 0 || i >= n)
-    throw InputError(fmt::format("--shard {}: expected I/N with 0 <= I < N", text),
+  // Strict decimal (no sscanf: it overflows silently); at most 1e6 shards.
+  const auto slash = text.find('/');
+  const auto i_v = slash == std::string::npos ? std::nullopt : strict_integer(text.substr(0, slash));
+  const auto n_v = slash == std::string::npos ? std::nullopt : strict_integer(text.substr(slash + 1));
+  const long long i = i_v.value_or(-1), n = n_v.value_or(0);
+  if (n < 1 || n > 1000000 || i < 0 || i >= n)
+    throw InputError(fmt::format("--shard {}: expected I/N with 0 <= I < N <= 1000000", text),
                      "e.g. --shard 0/4 ... --shard 3/4 (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)");
-  return {i, n};
+  return {static_cast<int>(i), static_cast<int>(n)};
 }
 
 std::string run_id(size_t point_index, const std::string& point_name, uint64_t seed) {
@@ -134,6 +138,7 @@ Table merge_shards(const std::vector<std::string>& dirs, std::string* spec) {
     try {
       meta = nlohmann::json::parse(read_text(meta_path));
       const int shard = meta.at("shard").get<int>(), shards = meta.at("shards").get<int>();
+      if (shards < 1 || shards > 1000000) throw InputError(fmt::format("{}: shard count {} is not in 1..1000000", dir, shards));
       if (first.is_null()) {
         first = meta;
         owner.assign(shards, "");
@@ -196,6 +201,25 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
   fs::create_directories(out / "configs");
   fs::create_directories(out / "runs");
   fs::create_directories(out / "logs");
+  // Resume continues the same sweep: other seeds, points or shards would drop finished runs.
+  const fs::path meta_path = out / "shard.json";
+  if (opt.resume && fs::exists(meta_path)) {
+    nlohmann::json before;
+    try {
+      before = nlohmann::json::parse(read_text(meta_path));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(fmt::format("{}: {}", meta_path.string(), e.what()), "the file is written by lmx sweep");
+    }
+    const nlohmann::json now = {{"seeds", seeds},
+                                {"total_runs", static_cast<int64_t>(points.size() * seeds.size())},
+                                {"shard", opt.shard},
+                                {"shards", std::max(1, opt.shards)}};
+    for (const auto& [key, value] : now.items())
+      if (!before.contains(key) || before[key] != value)
+        throw InputError(fmt::format("{}: the sweep to resume has {} {}, this invocation {}", opt.out, key,
+                                     before.contains(key) ? before[key].dump() : "none", value.dump()),
+                         "resume with the same spec, --set, --seeds and --shard (or start a new sweep with another --out)");
+  }
   const int cores = runtime::available_cores();
   const int jobs = std::max(1, opt.jobs);
   const int threads = opt.threads > 0 ? opt.threads : std::max(1, cores / jobs);

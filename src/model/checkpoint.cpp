@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "model/memory.h"
+#include "model/sizes.h"
 #include "util/error.h"
 
 namespace lmx {
@@ -92,6 +94,23 @@ void load_weights(ModernLMImpl& model, const Checkpoint& ckpt) {
 }
 
 ModernLM load_model(const Checkpoint& ckpt) {
+  // The config in the metadata decides the model built: before allocating it, it must be the
+  // model the file holds (a forged config could ask for terabytes) and fit in memory.
+  if (ckpt.config.model.vocab_size > 0) {
+    const int64_t params = count_params(ckpt.config.model).total();
+    int64_t held = 0;
+    for (const auto& [name, t] : ckpt.tensors)
+      if (!is_extra(name)) held += t.numel();
+    // Far more than the file holds: not its model (a small mismatch is listed exactly below).
+    if (params > 2 * held + (1 << 20))
+      throw InputError(fmt::format("{}: its config describes {} parameters but the file holds {} weights", ckpt.path,
+                                   params, held),
+                       "the checkpoint's metadata does not match its tensors; use another checkpoint");
+    const double available = available_memory_bytes();
+    if (available >= 0 && 4.0 * static_cast<double>(params) > available)
+      throw InputError(fmt::format("{}: the model's {} weights need {} but only {} are available", ckpt.path,
+                                   params, format_bytes(4.0 * static_cast<double>(params)), format_bytes(available)));
+  }
   ModernLM model(ckpt.config.model);
   load_weights(*model, ckpt);
   return model;

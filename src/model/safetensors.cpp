@@ -153,7 +153,9 @@ SafetensorsFile read_safetensors(const std::string& path) {
     for (const auto& s : js) {
       if (!s.is_number_unsigned() || s.get<uint64_t>() > (1ULL << 40)) throw bad(where + ": shape holds a non-integer or huge size");
       shape.push_back(s.get<int64_t>());
-      numel *= s.get<uint64_t>();
+      // Checked: a wrapped product could match the data length and allocate a huge tensor.
+      if (__builtin_mul_overflow(numel, s.get<uint64_t>(), &numel) || numel > data_len)
+        throw bad(fmt::format("{}: shape {} holds more numbers than the file's {} data bytes", where, js.dump(), data_len));
     }
     if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
       throw bad(where + ": data_offsets is not [begin, end]");

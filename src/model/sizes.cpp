@@ -23,7 +23,7 @@ struct Linear {
   int64_t in = 0, out = 0;
 };
 
-int64_t linear_params(const Linear& l, bool bias) { return l.in * l.out + (bias ? l.out : 0); }
+int64_t linear_params(const Linear& l, bool bias) { return size_add(size_mul(l.in, l.out), bias ? l.out : 0); }
 
 int64_t norm_params(const ModelConfig& cfg, int64_t width) {
   return cfg.norm == "layernorm" ? 2 * width : width;
@@ -40,16 +40,16 @@ std::vector<Linear> attention_linears(const ModelConfig& cfg) {
     std::vector<Linear> out;
     if (Rq > 0) {
       out.push_back({C, Rq});             // W_DQ
-      out.push_back({Rq, H * (D + R)});   // W_UQ and W_QR
+      out.push_back({Rq, size_mul(H, D + R)});   // W_UQ and W_QR
     } else {
-      out.push_back({C, H * (D + R)});    // W_Q and W_QR
+      out.push_back({C, size_mul(H, D + R)});    // W_Q and W_QR
     }
-    out.push_back({C, Rkv + R});          // W_DKV and W_KR
-    out.push_back({Rkv, H * 2 * D});      // W_UK and W_UV
-    out.push_back({H * D, C});            // W_O
+    out.push_back({C, Rkv + R});                 // W_DKV and W_KR
+    out.push_back({Rkv, size_mul(H, 2 * D)});    // W_UK and W_UV
+    out.push_back({size_mul(H, D), C});          // W_O
     return out;
   }
-  return {{C, H * D}, {C, Hk * D}, {C, Hk * D}, {H * D, C}};
+  return {{C, size_mul(H, D)}, {C, size_mul(Hk, D)}, {C, size_mul(Hk, D)}, {size_mul(H, D), C}};
 }
 
 std::vector<Linear> ffn_linears(const ModelConfig& cfg) {
@@ -66,6 +66,22 @@ void require_vocab(const ModelConfig& cfg) {
 }
 
 }  // namespace
+
+int64_t size_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw InputError(fmt::format("size {} x {} does not fit in a 64-bit integer", a, b),
+                     "the config's dimensions are too large to count: reduce them");
+  return r;
+}
+
+int64_t size_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r))
+    throw InputError(fmt::format("size {} + {} does not fit in a 64-bit integer", a, b),
+                     "the config's dimensions are too large to count: reduce them");
+  return r;
+}
 
 bool is_gated_ffn(const std::string& ffn) { return ffn == "swiglu" || ffn == "geglu" || ffn == "reglu"; }
 
@@ -90,16 +106,16 @@ ParamCounts count_params(const ModelConfig& cfg) {
   const int64_t V = cfg.vocab_size, C = cfg.d_model, L = cfg.n_layers;
   ParamCounts p;
   p.n_layers = L;
-  p.embedding = V * C;
-  if (cfg.position == "learned") p.position = static_cast<int64_t>(cfg.max_seq_len) * C;
-  if (cfg.position == "t5_bias") p.position = (cfg.t5_shared ? 1 : L) * cfg.t5_num_buckets * static_cast<int64_t>(cfg.n_heads);
-  for (const auto& l : attention_linears(cfg)) p.attention_per_layer += linear_params(l, cfg.bias);
+  p.embedding = size_mul(V, C);
+  if (cfg.position == "learned") p.position = size_mul(cfg.max_seq_len, C);
+  if (cfg.position == "t5_bias") p.position = size_mul(size_mul(cfg.t5_shared ? 1 : L, cfg.t5_num_buckets), cfg.n_heads);
+  for (const auto& l : attention_linears(cfg)) p.attention_per_layer = size_add(p.attention_per_layer, linear_params(l, cfg.bias));
   if (cfg.attention == "mla" && cfg.mla_latent_norm)  // RMSNorm scales on the latents
-    p.attention_per_layer += cfg.mla_kv_rank + (cfg.mla_q_rank > 0 ? cfg.mla_q_rank : 0);
-  for (const auto& l : ffn_linears(cfg)) p.ffn_per_layer += linear_params(l, cfg.bias);
+    p.attention_per_layer = size_add(p.attention_per_layer, cfg.mla_kv_rank + (cfg.mla_q_rank > 0 ? cfg.mla_q_rank : 0));
+  for (const auto& l : ffn_linears(cfg)) p.ffn_per_layer = size_add(p.ffn_per_layer, linear_params(l, cfg.bias));
   p.norms_per_layer = 2 * norm_params(cfg, C);
   p.final_norm = cfg.norm_placement == "pre" ? norm_params(cfg, C) : 0;
-  p.head = (cfg.tie_embeddings ? 0 : V * C) + (cfg.bias ? V : 0);
+  p.head = (cfg.tie_embeddings ? 0 : p.embedding) + (cfg.bias ? V : 0);
   return p;
 }
 
@@ -109,7 +125,7 @@ KVCacheSize kv_cache_size(const ModelConfig& cfg) {
   if (cfg.attention == "mla")
     s.per_token_per_layer = cfg.mla_kv_rank + mla_rope_dim(cfg);
   else
-    s.per_token_per_layer = 2 * static_cast<int64_t>(cfg.kv_heads()) * cfg.dim_head();
+    s.per_token_per_layer = size_mul(2 * static_cast<int64_t>(cfg.kv_heads()), cfg.dim_head());
   return s;
 }
 
@@ -122,21 +138,21 @@ int dtype_bytes(const std::string& dtype) {
 int64_t matmul_params(const ModelConfig& cfg) {
   require_vocab(cfg);
   int64_t per_layer = 0;
-  for (const auto& l : attention_linears(cfg)) per_layer += l.in * l.out;
-  for (const auto& l : ffn_linears(cfg)) per_layer += l.in * l.out;
-  return per_layer * cfg.n_layers + static_cast<int64_t>(cfg.vocab_size) * cfg.d_model;
+  for (const auto& l : attention_linears(cfg)) per_layer = size_add(per_layer, linear_params(l, false));
+  for (const auto& l : ffn_linears(cfg)) per_layer = size_add(per_layer, linear_params(l, false));
+  return size_add(size_mul(per_layer, cfg.n_layers), size_mul(cfg.vocab_size, cfg.d_model));
 }
 
 ForwardFlops forward_flops(const ModelConfig& cfg, int64_t seq_len) {
   if (seq_len < 1) throw InputError(fmt::format("sequence length must be >= 1, got {}", seq_len));
   const int64_t T = seq_len, H = cfg.n_heads, D = cfg.dim_head();
   const int64_t d_qk = D + (cfg.attention == "mla" ? mla_rope_dim(cfg) : 0), d_v = D;
-  const int64_t per_pair = 2 * H * (d_qk + d_v) * cfg.n_layers;  // Q·Kᵀ and A·V, all layers
+  const int64_t per_pair = size_mul(size_mul(2 * H, d_qk + d_v), cfg.n_layers);  // Q·Kᵀ and A·V, all layers
   ForwardFlops f;
   f.seq_len = T;
-  f.matmul = 2 * T * matmul_params(cfg);
-  f.attention_causal = per_pair * (T * (T + 1) / 2);
-  f.attention_full = per_pair * T * T;
+  f.matmul = size_mul(size_mul(2, T), matmul_params(cfg));
+  f.attention_causal = size_mul(per_pair, size_mul(T, size_add(T, 1)) / 2);
+  f.attention_full = size_mul(per_pair, size_mul(T, T));
   return f;
 }
 

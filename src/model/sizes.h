@@ -14,6 +14,11 @@
 
 namespace lmx {
 
+// Checked size arithmetic: a·b and a+b, or InputError (exit 2) when the result does not fit in
+// int64 (a size computed from user input is never printed wrapped, negative or rounded).
+int64_t size_mul(int64_t a, int64_t b);
+int64_t size_add(int64_t a, int64_t b);
+
 // Parameters per component. The *_per_layer fields are for one Transformer block; the
 // model has n_layers of them.
 struct ParamCounts {
@@ -26,9 +31,9 @@ struct ParamCounts {
   int64_t head = 0;                  // untied: V·C (+ V bias); tied: the bias only, if any
   int64_t n_layers = 0;
 
-  int64_t per_layer() const { return attention_per_layer + ffn_per_layer + norms_per_layer; }
-  int64_t layers() const { return per_layer() * n_layers; }
-  int64_t total() const { return embedding + position + layers() + final_norm + head; }
+  int64_t per_layer() const { return size_add(size_add(attention_per_layer, ffn_per_layer), norms_per_layer); }
+  int64_t layers() const { return size_mul(per_layer(), n_layers); }
+  int64_t total() const { return size_add(size_add(size_add(size_add(embedding, position), layers()), final_norm), head); }
   int64_t non_embedding() const { return total() - embedding - position; }
 };
 
@@ -41,10 +46,10 @@ struct KVCacheSize {
   int64_t per_token_per_layer = 0;  // numbers
   int64_t n_layers = 0;
 
-  int64_t per_token() const { return per_token_per_layer * n_layers; }
-  int64_t bytes_per_token(int dtype_bytes) const { return per_token() * dtype_bytes; }
+  int64_t per_token() const { return size_mul(per_token_per_layer, n_layers); }
+  int64_t bytes_per_token(int dtype_bytes) const { return size_mul(per_token(), dtype_bytes); }
   int64_t bytes(int dtype_bytes, int64_t context, int64_t batch) const {
-    return bytes_per_token(dtype_bytes) * context * batch;
+    return size_mul(size_mul(bytes_per_token(dtype_bytes), context), batch);
   }
 };
 
@@ -71,7 +76,7 @@ struct ForwardFlops {
   int64_t attention_causal = 0;
   int64_t attention_full = 0;
 
-  int64_t total(bool causal = true) const { return matmul + (causal ? attention_causal : attention_full); }
+  int64_t total(bool causal = true) const { return size_add(matmul, causal ? attention_causal : attention_full); }
   double per_token(bool causal = true) const {
     return seq_len > 0 ? static_cast<double>(total(causal)) / static_cast<double>(seq_len) : 0.0;
   }

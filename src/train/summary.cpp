@@ -130,7 +130,7 @@ Table with_aggregates(const Table& seeds) {
     for (size_t col = 3; col < seeds.header.size(); ++col) {
       if (static_cast<int>(col) == message) continue;
       Stats s = stats(ok_values(seeds, name, static_cast<int>(col)));
-      agg[0][col] = num(s.mean, 4), agg[1][col] = num(s.std, 5);
+      agg[0][col] = num(s.mean, 4), agg[1][col] = s.n > 1 ? num(s.std, 5) : "";  // one value has no spread
       agg[2][col] = num(s.min, 4), agg[3][col] = num(s.max, 4);
     }
     const size_t ok = ok_values(seeds, name, status).size();
@@ -165,7 +165,8 @@ std::string summary_markdown(const Table& seeds) {
     std::vector<std::string> cells = {name, "mean ± std"};
     for (const auto& v : views) {
       Stats s = stats(ok_values(seeds, name, column(seeds, v.col)));
-      bool constant = s.n > 0 && s.std == 0 && std::string(v.col) != "test_ppl";
+      // One value has no spread to show (not "± 0.000"); equal values do, for test ppl.
+      bool constant = s.n == 1 || (s.n > 0 && s.std == 0 && std::string(v.col) != "test_ppl");
       cells.push_back(s.n == 0 ? "" : constant ? num(s.mean, v.digits)
                                                 : fmt::format("{:.{}f} ± {:.{}f}", s.mean, v.digits, s.std, v.digits));
     }

@@ -232,13 +232,17 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
 
   TrainState state;
   state.threads = runtime::threads();
+  bool finished_before = false;
   if (opt.resume) {
     // Weights, AdamW moments and steps, RNG and progress from the interrupted run's checkpoint.
     Checkpoint ck = read_checkpoint(ckpt_path);
     TrainState saved = parse_state(ck);
-    if (!resumable_status(saved.status))
-      throw InputError(fmt::format("{}: the run is already finished (status {}); nothing to resume", ckpt_path,
-                                   saved.status));
+    // A finished checkpoint (ok / diverged) whose result was not written (killed during the
+    // final test evaluation): the run is finished from it, without training.
+    finished_before = saved.status == "ok" || saved.status == "diverged";
+    if (!resumable_status(saved.status) && !finished_before)
+      throw InputError(fmt::format("{}: unknown status '{}' in the checkpoint's metadata", ckpt_path, saved.status),
+                       "the checkpoint cannot be resumed; start the run again");
     if (to_yaml(ck.config) != to_yaml(cfg))
       throw InputError(fmt::format("{}: the checkpoint's config differs from the config to resume with", ckpt_path),
                        "resume with the run's own config (lmx train --resume DIR takes no --set)");
@@ -251,15 +255,30 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
       log::warn("train", "seed {}: resuming with {} thread(s), the run used {}: results may differ in the last bits",
                 opt.seed, state.threads, saved.threads);
     load_weights(*model, ck);
-    restore_optimizer(*model, *optimizer, ck);
+    if (!finished_before) {
+      restore_optimizer(*model, *optimizer, ck);
+      // Without AdamW's moments the run would continue as another one: refused, never silently.
+      if (saved.steps > 0 && optimizer->state().empty())
+        throw InputError(fmt::format("{}: status {} at step {} but no optimizer state: the run cannot be resumed exactly",
+                                     ckpt_path, saved.status, saved.steps),
+                         "start the run again (remove the seed's directory)");
+    }
     saved.threads = state.threads;
     state = saved;
     res.steps = state.steps;
     res.final_train_loss = state.final_train_loss;
     res.best_val_ppl = state.best_val_ppl;
     res.final_val_ppl = state.final_val_ppl;
-    if (writer) truncate_metrics(metrics_path, state.steps);
-    log::info("train", "seed {}: resuming {} after step {}", opt.seed, opt.run_dir, state.steps);
+    if (finished_before) {
+      res.status = saved.status;
+      auto m = ck.metadata.find("message");
+      res.message = m == ck.metadata.end() ? "" : m->second;
+      log::info("train", "seed {}: {} finished training (status {}) without its result: finishing it", opt.seed,
+                opt.run_dir, saved.status);
+    } else {
+      if (writer) truncate_metrics(metrics_path, state.steps);
+      log::info("train", "seed {}: resuming {} after step {}", opt.seed, opt.run_dir, state.steps);
+    }
   }
 
   // Every rank starts from rank 0's weights (the same seed gives the same init; this makes sure).
@@ -286,6 +305,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
     state.train_seconds = train_seconds;
     auto meta = state_metadata(state);
     meta["seed"] = std::to_string(opt.seed);
+    meta["message"] = res.message;
     save_checkpoint(ckpt_path, model, cfg, resumable_status(status) ? optimizer_tensors(*model, *optimizer) : NamedTensors{},
                     meta);
   };
@@ -296,7 +316,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   const double seconds_before = state.train_seconds;
   const int64_t first_step = state.steps;
   const auto t_train = Clock::now();
-  for (int64_t step = first_step; step < total; ++step) {
+  for (int64_t step = first_step; step < total && !finished_before; ++step) {
     const auto t_step = Clock::now();
     const double lr = lr_at(t, step, total);
     data::Batch batch = batcher.batch(step);
@@ -376,9 +396,16 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   if (state.last_epoch_tokens > 0) res.train_loss_last_epoch = state.last_epoch_loss_sum / state.last_epoch_tokens;
   if (state.first_tokens > 0) res.train_loss_first = state.first_loss_sum / state.first_tokens;
 
-  checkpoint(res.status, train_seconds);
+  if (!finished_before) checkpoint(res.status, train_seconds);
   if (res.status == "ok") {
     res.test = evaluate(model, corpus, eval_options(cfg, data::Split::Test));
+    // An infinite (or NaN) perplexity is no result: the run diverged, and its checkpoint says so.
+    if (!std::isfinite(res.final_val_ppl) || !std::isfinite(res.test.ppl)) {
+      res.status = "diverged";
+      res.message = fmt::format("val ppl {} test ppl {}: not finite", res.final_val_ppl, res.test.ppl);
+      log::warn("train", "seed {} diverged: {}", opt.seed, res.message);
+      checkpoint(res.status, train_seconds);
+    }
     // A plateau: gender-blind pronouns (his/her at chance) beyond the window. Such a seed
     // decides a mean of perplexities by itself; say so where the run ends.
     if (res.test.far_acc < kAgreementLearned)

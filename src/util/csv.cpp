@@ -104,8 +104,12 @@ int column(const Table& t, const std::string& name) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(fmt::format("{}: is a directory, cannot write a file there", path), "name a file");
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f && errno == ENAMETOOLONG) throw InputError(fmt::format("{}: file name too long", path));
   if (!f) throw RuntimeError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   ok = (std::fflush(f) == 0) && ok;
@@ -123,7 +127,11 @@ void write_file_atomic(const std::string& path, const std::string& text) {
 void rename_durably(const std::string& tmp, const std::string& path) {
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw RuntimeError(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // no half-written .tmp left behind
+    throw RuntimeError(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
+  }
   // The directory entry: best effort (some file systems refuse fsync on directories).
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";

@@ -128,6 +128,8 @@ int available_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+int max_threads() { return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 int default_threads() {
   // An explicit OMP_NUM_THREADS wins (torchrun sets it to 1 for several workers per node).
   if (const int omp = env_int("OMP_NUM_THREADS", 0); omp > 0) return omp;

@@ -39,6 +39,10 @@ ThreadSplit thread_split(int n);
 // Cores this process may run on (its CPU affinity).
 int available_cores();
 
+// The most threads lmx accepts (--threads, OMP_NUM_THREADS): 4 x the machine's cores. More only
+// oversubscribes, and a huge count makes thread-pool start-up hang.
+int max_threads();
+
 // Threads when --threads is not given: OMP_NUM_THREADS when set; else the cores available to
 // this process divided among the workers on its node (LOCAL_WORLD_SIZE, SLURM_NTASKS_PER_NODE),
 // at most 2.

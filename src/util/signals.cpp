@@ -30,7 +30,20 @@ void handler(int sig) {
   const char msg[] = "\nlmx: interrupt: finishing the current step, then saving (Ctrl-C again to quit now)\n";
   (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
 }
+void early_handler(int) {
+  const char msg[] = "\nlmx: interrupt before the job started: exiting\n";
+  (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+  _exit(130);
+}
 }  // namespace
+
+void install_early() {
+  struct sigaction sa {};
+  sa.sa_handler = early_handler;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 void install() {
   struct sigaction sa {};

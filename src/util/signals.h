@@ -7,6 +7,9 @@
 namespace lmx::signals {
 
 void install();        // idempotent
+// Until install(): SIGINT and SIGTERM end the process at once with exit code 130 (nothing is
+// being written that an atomic write would not protect), so both read the same to a caller.
+void install_early();
 bool interrupted();    // a first signal has arrived
 void reset();          // for tests
 void raise_interrupt();  // fault injection: as if a first signal had arrived (no message)
