@@ -49,7 +49,7 @@ int error_exit(const lmx::Error& e) {
 int main(int argc, char** argv) {
   using namespace lmx;
   runtime::tune_allocator();
-  CLI::App app{"lmx: train, evaluate and ablate small Transformer LMs on CPU"};
+  CLI::App app{"lmx: train, evaluate and ablate small Transformer LMs on CPU or CUDA"};
   app.footer(components_footer());
   app.fallthrough();
   app.require_subcommand(0, 1);
