@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "data/baselines.h"
 #include "data/corpus.h"
+#include "data/tokenizer.h"
 #include "dist/dist.h"
 #include "model/checkpoint.h"
 #include "model/memory.h"
@@ -96,6 +97,17 @@ std::string checkpoint_status(const std::string& path) {
   }
 }
 
+// The tokenizer file the checkpoint was trained with must be the one the corpus loaded.
+void check_tokenizer(const Checkpoint& ck, const data::Corpus& corpus) {
+  auto it = ck.metadata.find("tokenizer_hash");
+  if (it == ck.metadata.end() || !corpus.vocab.tokenizer) return;
+  if (it->second != corpus.vocab.tokenizer->hash())
+    throw InputError(fmt::format("{}: the tokenizer file {} has changed since the checkpoint was written (hash {}, "
+                                 "now {})", ck.path, corpus.vocab.tokenizer->path(), it->second,
+                                 corpus.vocab.tokenizer->hash()),
+                     "restore the tokenizer model the run was trained with");
+}
+
 }  // namespace
 
 void add_train_commands(CLI::App& app, Globals& g) {
@@ -160,8 +172,12 @@ void add_train_commands(CLI::App& app, Globals& g) {
         load_weights(*probe, read_checkpoint(init_from));
       }
       if (writer) {
-        if (resume) check_writable(out);
-        else prepare_out_dir(out);
+        if (resume) {
+          check_writable(out);
+          open_folder_log(out);
+        } else {
+          prepare_out_dir(out);
+        }
         const double ckpt_bytes = 16.0 * static_cast<double>(estimate_training_memory(resolved).params);
         check_free_space(out, 2 * ckpt_bytes + 4e6, "checkpoints (weights and AdamW state, written atomically)");
         if (!resume) write_invocation(out, {cfg, seeds, init_from});
@@ -247,6 +263,8 @@ void add_train_commands(CLI::App& app, Globals& g) {
       Checkpoint ck = read_checkpoint(ea->ckpt);
       ModernLM model = load_model(ck);
       data::Corpus corpus = data::load_corpus(ck.config.data);
+      resolve_for_corpus(ck.config, corpus);  // the vocabulary fits the model (an HF folder may come from elsewhere)
+      check_tokenizer(ck, corpus);
       EvalOptions opt;
       opt.split = data::parse_split(ea->split);
       opt.layout = data::parse_layout(ea->layout.empty() ? ck.config.data.layout : ea->layout);
@@ -297,6 +315,8 @@ void add_train_commands(CLI::App& app, Globals& g) {
       ModernLM model = load_model(ck);
       model->eval();
       data::Corpus corpus = data::load_corpus(ck.config.data);
+      resolve_for_corpus(ck.config, corpus);
+      check_tokenizer(ck, corpus);
       data::Doc tokens = {corpus.vocab.bos};
       if (!ga->prompt.empty()) {
         data::Doc p = corpus.vocab.encode(ga->prompt);

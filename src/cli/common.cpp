@@ -8,6 +8,7 @@
 
 #include "util/csv.h"
 #include "util/error.h"
+#include "util/log_sink.h"
 
 namespace fs = std::filesystem;
 
@@ -70,6 +71,12 @@ void check_writable(const std::string& dir) {
   fs::remove(probe, ec);
 }
 
+void open_folder_log(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "lmx.log").string();
+  const std::string why = log_sink::open_file(path, true);
+  if (!why.empty()) throw InputError(fmt::format("{}: cannot open the log file: {}", path, why));
+}
+
 void check_free_space(const std::string& dir, double needed_bytes, const std::string& what) {
   std::error_code ec;
   const auto info = fs::space(dir, ec);
@@ -91,6 +98,7 @@ void prepare_out_dir(const std::string& dir) {
     throw InputError(fmt::format("{}: cannot create the output directory: {}", dir, ec.message()),
                      "choose another --out or fix its permissions");
   check_writable(dir);
+  open_folder_log(dir);
 }
 
 std::string sweep_out_dir(const std::string& resume, const std::string& out, const std::string& default_name) {
@@ -105,6 +113,7 @@ std::string sweep_out_dir(const std::string& resume, const std::string& out, con
     throw InputError(fmt::format("{}: not an lmx sweep output directory (no runs/)", resume),
                      "give the --out directory of the interrupted run");
   check_writable(resume);
+  open_folder_log(resume);
   return resume;
 }
 

@@ -19,14 +19,18 @@ std::vector<uint64_t> parse_seeds(const std::string& list, int n_seeds = 1, long
 std::string default_out_dir(const std::string& name);
 
 // Creates a fresh, writable output directory; refuses a non-empty one and an unwritable one
-// (InputError, exit 2) before any work starts.
+// (InputError, exit 2) before any work starts. Opens its log, dir/lmx.log (open_folder_log).
 void prepare_out_dir(const std::string& dir);
+
+// From now on the log lines also go to dir/lmx.log (appended, with date and time), instead of
+// the previous output folder's.
+void open_folder_log(const std::string& dir);
 
 // InputError (exit 2) when a file cannot be created in dir (permissions, read-only, full).
 void check_writable(const std::string& dir);
 
 // The output directory of a sweep-like verb (sweep, ablate): with --resume DIR, DIR after
-// checking it holds an interrupted sweep (runs/) and is writable; otherwise --out (or
+// checking it holds an interrupted sweep (runs/) and is writable (and opening its log); otherwise --out (or
 // runs/<default_name>-<stamp>) prepared by prepare_out_dir.
 std::string sweep_out_dir(const std::string& resume, const std::string& out, const std::string& default_name);
 

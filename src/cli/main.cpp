@@ -10,6 +10,7 @@
 #include "model/registry.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/log_sink.h"
 #include "util/runtime.h"
 
 namespace {
@@ -63,6 +64,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", g.out, "output directory for results");
   app.add_flag("-v,--verbose", g.verbose, "more log lines");
   app.add_flag("-q,--quiet", g.quiet, "only warnings and errors on stderr");
+  std::string log_file;
+  app.add_option("--log-file", log_file, "also write the log lines to this file, with date and time (appended)");
   cli::add_config_commands(app, g);
   cli::add_list_command(app, g);
   cli::add_train_commands(app, g);
@@ -92,6 +95,10 @@ int main(int argc, char** argv) {
 
   try {
     log::init(g.quiet ? -1 : g.verbose);
+    if (!log_file.empty()) {
+      const std::string why = log_sink::open_file(log_file, false);
+      if (!why.empty()) throw InputError(fmt::format("--log-file {}: cannot open: {}", log_file, why));
+    }
     g.device_given = device_opt->count() > 0;
     runtime::set_threads(g.threads > 0 ? g.threads : runtime::default_threads());
     runtime::check_device(g.device);

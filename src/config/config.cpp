@@ -194,6 +194,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   };
   rebase(cfg.data.grammar);
   rebase(cfg.data.text_path);
+  if (cfg.data.tokenizer == "sentencepiece" && cfg.data.tokenizer_model.empty())
+    cfg.data.tokenizer_model = (fs::path(path).parent_path() / (cfg.name + ".tokenizer.model")).lexically_normal().string();
+  else
+    rebase(cfg.data.tokenizer_model);
   validate(cfg);
   return cfg;
 }
@@ -228,6 +232,8 @@ void validate(const Config& cfg) {
   check(t.steps > 0 || t.epochs > 0, cfg, "one of train.steps and train.epochs must be > 0");
   const DataConfig& d = cfg.data;
   check(d.kind != "text" || !d.text_path.empty(), cfg, "data.kind is text but data.text_path is empty");
+  check(d.tokenizer == "bytes" || d.kind == "text", cfg,
+        fmt::format("data.tokenizer is {} but data.kind is {} (subword tokenizers are for text)", d.tokenizer, d.kind));
   check(d.val_fraction + d.test_fraction < 1, cfg, "data.val_fraction + data.test_fraction must be < 1");
 }
 
