@@ -24,7 +24,7 @@ std::vector<std::string> dated_lines(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("--log-file and the output folder's lmx.log get the log lines with date and time", "[log][cli]") {
+TEST_CASE("log files: --log-file and the output folder's lmx.log get the log lines with date and time", "[log][cli]") {
   TempDir dir;
   const std::string tiny = "--set data.train_docs=100 --set data.val_docs=20 --set data.test_docs=20";
   auto r = lmx::test::run_shell("cd '" LMX_SOURCE_DIR "' && '" LMX_BINARY "' --log-file '" + dir.file("all.log") +

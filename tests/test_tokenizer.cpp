@@ -51,7 +51,7 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 }  // namespace
 
-TEST_CASE("lmx data tokenizer trains BPE and unigram beside the config; encode and decode are exact",
+TEST_CASE("lmx data tokenizer trains BPE and unigram beside the config, encode and decode are exact",
           "[data][tokenizer]") {
   TextSetup s;
   const std::string type = GENERATE(std::string("bpe"), std::string("unigram"));
@@ -106,7 +106,7 @@ TEST_CASE("the byte tokenizer's corpus is unchanged, and data stats says 1 token
   CHECK(std::filesystem::exists(s.model()));
 }
 
-TEST_CASE("train, eval and generate use the tokenizer; a missing, corrupt or changed file is exit 2",
+TEST_CASE("train, eval and generate use the tokenizer, a missing, corrupt or changed file is exit 2",
           "[data][tokenizer][cli]") {
   TextSetup s;
   // no model yet: one line naming the file
