@@ -9,7 +9,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mode="${1:-}"
 
 packages=(cmake g++ make ninja-build libtorch-dev libcli11-dev libyaml-cpp-dev libfmt-dev catch2
-          nlohmann-json3-dev libopenblas0-pthread gnuplot-nox libgloo-dev)
+          nlohmann-json3-dev libopenblas0-pthread gnuplot-nox libgloo-dev libsentencepiece-dev libspdlog-dev)
 
 say() { echo "[bootstrap] $*" >&2; }
 

@@ -37,7 +37,7 @@ trap 'umount "$root/src/lmx" "$root/proc" "$root/dev" "$root/sys" 2>/dev/null ||
 in_root() { chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive bash -euo pipefail -c "$1"; }
 
 in_root "apt-get -o Acquire::Check-Valid-Until=false update -q >/dev/null && apt-get install -y -q --no-install-recommends build-essential cmake \
-  libtorch-dev libcli11-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev catch2 libgloo-dev \
+  libtorch-dev libcli11-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev catch2 libgloo-dev libspdlog-dev libsentencepiece-dev \
   libopenblas0-pthread ca-certificates >/dev/null"
 in_root "dpkg-query -W libtorch-dev g++ cmake catch2 libfmt-dev libyaml-cpp-dev | sed 's/^/  /'"
 

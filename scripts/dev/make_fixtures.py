@@ -8,6 +8,11 @@ tests/fixtures/<name>.safetensors holding
   - metadata lmx_config: the model config as YAML,
   - state.tokens (B, T) int64 and state.logits (B, T, V) float32: the expected output,
     computed in float64 from the float32 weights.
+It also writes tests/fixtures/hf_llama/, a Hugging Face Llama folder (config.json with LlamaConfig
+keys, model.safetensors with HF's names) and expected.safetensors beside it (state.tokens,
+state.logits), the logits from a forward written after transformers' modeling_llama.py
+(rotate_half RoPE with linear scaling, RMSNorm in float32 then cast back, softmax in float32,
+repeat_kv), in float64 elsewhere; tests/test_hf_llama.cpp reads the folder with lmx.
 Run with Debian's python3-torch (not needed at test time):
     /usr/bin/python3 scripts/dev/make_fixtures.py
 """
@@ -360,6 +365,83 @@ def write_safetensors(path, tensors, metadata):
             f.write(b)
 
 
+# ---- a Hugging Face Llama folder, and LlamaForCausalLM's forward as modeling_llama.py writes it -----
+
+HF_CONFIG = dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_size=16, intermediate_size=24,
+                 num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2, hidden_act="silu",
+                 rms_norm_eps=1e-6, rope_theta=500.0, rope_scaling={"rope_type": "linear", "factor": 2.0},
+                 vocab_size=16, max_position_embeddings=64, tie_word_embeddings=False, attention_bias=False,
+                 mlp_bias=False)
+
+
+def hf_rms_norm(weight, hidden_states, eps):
+    input_dtype = hidden_states.dtype
+    hidden_states = hidden_states.to(torch.float32)
+    variance = hidden_states.pow(2).mean(-1, keepdim=True)
+    hidden_states = hidden_states * torch.rsqrt(variance + eps)
+    return weight * hidden_states.to(input_dtype)
+
+
+def hf_rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def hf_llama_forward(cfg, W, input_ids):
+    B, T = input_ids.shape
+    H, Hk = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg["hidden_size"] // H
+    # LlamaLinearScalingRotaryEmbedding: inv_freq / factor, emb = cat(freqs, freqs)
+    inv_freq = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    inv_freq = inv_freq / cfg["rope_scaling"]["factor"]
+    freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+    h = W["model.embed_tokens.weight"][input_ids]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        residual = h
+        x = hf_rms_norm(W[p + "input_layernorm.weight"], h, cfg["rms_norm_eps"])
+        q = (x @ W[p + "self_attn.q_proj.weight"].T).view(B, T, H, hd).transpose(1, 2)
+        k = (x @ W[p + "self_attn.k_proj.weight"].T).view(B, T, Hk, hd).transpose(1, 2)
+        v = (x @ W[p + "self_attn.v_proj.weight"].T).view(B, T, Hk, hd).transpose(1, 2)
+        q = q * cos + hf_rotate_half(q) * sin
+        k = k * cos + hf_rotate_half(k) * sin
+        k = k[:, :, None].expand(B, Hk, H // Hk, T, hd).reshape(B, H, T, hd)  # repeat_kv
+        v = v[:, :, None].expand(B, Hk, H // Hk, T, hd).reshape(B, H, T, hd)
+        attn = q @ k.transpose(2, 3) / math.sqrt(hd) + mask
+        attn = torch.softmax(attn, dim=-1, dtype=torch.float32).to(q.dtype)
+        out = (attn @ v).transpose(1, 2).reshape(B, T, H * hd)
+        h = residual + out @ W[p + "self_attn.o_proj.weight"].T
+        residual = h
+        x = hf_rms_norm(W[p + "post_attention_layernorm.weight"], h, cfg["rms_norm_eps"])
+        gate, up = x @ W[p + "mlp.gate_proj.weight"].T, x @ W[p + "mlp.up_proj.weight"].T
+        h = residual + (F.silu(gate) * up) @ W[p + "mlp.down_proj.weight"].T
+    h = hf_rms_norm(W["model.norm.weight"], h, cfg["rms_norm_eps"])
+    return h @ W["lm_head.weight"].T
+
+
+def hf_llama_fixture(tokens):
+    c = HF_CONFIG
+    lmx_like = dict(BASE, vocab_size=c["vocab_size"], d_model=c["hidden_size"], n_layers=c["num_hidden_layers"],
+                    n_heads=c["num_attention_heads"], n_kv_heads=c["num_key_value_heads"],
+                    d_ff=c["intermediate_size"], norm="rmsnorm", ffn="swiglu", position="rope", bias=False)
+    W = random_weights(lmx_like, 2000)  # the same names and shapes as HF Llama's
+    with torch.no_grad():
+        logits = hf_llama_forward(c, {k: v.double() for k, v in W.items()}, tokens).float()
+    out = os.path.join(OUT, "hf_llama")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(c, f, indent=2)
+        f.write("\n")
+    write_safetensors(os.path.join(out, "model.safetensors"), list(W.items()), {"format": "pt"})
+    write_safetensors(os.path.join(out, "expected.safetensors"),
+                      [("state.tokens", tokens), ("state.logits", logits)], {})
+    print(f"{out}: {sum(v.numel() for v in W.values())} parameters, |logits| max {logits.abs().max():.3f}")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     g = torch.Generator().manual_seed(0)
@@ -373,6 +455,7 @@ def main():
         path = os.path.join(OUT, name + ".safetensors")
         write_safetensors(path, tensors, {"lmx_config": to_yaml(c)})
         print(f"{path}: {sum(v.numel() for v in P.values())} parameters, |logits| max {logits.abs().max():.3f}")
+    hf_llama_fixture(tokens)
 
 
 if __name__ == "__main__":

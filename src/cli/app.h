@@ -47,5 +47,6 @@ void add_ablate_command(CLI::App& app, Globals& g);
 void add_bench_command(CLI::App& app, Globals& g);
 void add_uptrain_command(CLI::App& app, Globals& g);
 void add_launch_command(CLI::App& app, Globals& g);
+void add_export_command(CLI::App& app, Globals& g);
 
 }  // namespace lmx::cli

@@ -14,6 +14,10 @@
 #include "data/corpus.h"
 #include "data/garden.h"
 #include "data/pronoun.h"
+#include "data/text.h"
+#include "data/tokenizer.h"
+#include "util/error.h"
+#include "util/log.h"
 
 namespace lmx::cli {
 
@@ -23,6 +27,8 @@ struct DataArgs {
   std::string path = "configs/textbook.yaml";
   std::vector<std::string> sets;
   int n = 5;
+  int vocab = 0;
+  std::string type = "bpe";
 };
 
 // A relative config path that does not exist here is looked up in the lmx sources.
@@ -51,7 +57,11 @@ void print_stats(const Config& cfg) {
   const auto unigram = unigram_logprobs(corpus);
   std::cout << fmt::format("kind        {}\n", corpus.kind);
   std::cout << fmt::format("vocabulary  {} tokens\n", corpus.vocab.size());
-  if (!corpus.vocab.bytes) std::cout << fmt::format("  {}\n", fmt::join(corpus.vocab.words, " "));
+  if (corpus.vocab.tokenizer)
+    std::cout << fmt::format("tokenizer   sentencepiece {} (hash {})\n", corpus.vocab.tokenizer->path(),
+                             corpus.vocab.tokenizer->hash());
+  else if (!corpus.vocab.bytes)
+    std::cout << fmt::format("  {}\n", fmt::join(corpus.vocab.words, " "));
 
   std::cout << fmt::format("\n{:<6} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "split", "docs", "tokens",
                            "mean len", "true nll", "true ppl", "uni nll", "uni ppl");
@@ -62,6 +72,19 @@ void print_stats(const Config& cfg) {
                              st.unigram_ppl());
   }
   std::cout << "(nll: mean nats per predicted token, <eos> included; unigram: add-one smoothed train counts)\n";
+  if (corpus.kind == "text") {  // tokens per byte of text (<bos>/<eos> not counted)
+    std::cout << "\ntokens per byte:";
+    for (Split s : {Split::Train, Split::Val, Split::Test}) {
+      int64_t tokens = 0, bytes = 0;
+      for (const Doc& doc : corpus.split(s)) {
+        Doc inner(doc.begin() + 1, doc.end() - 1);
+        tokens += static_cast<int64_t>(inner.size());
+        bytes += static_cast<int64_t>(corpus.vocab.decode(inner).size());
+      }
+      std::cout << fmt::format(" {} {:.4f}", split_name(s), bytes ? static_cast<double>(tokens) / bytes : 0.0);
+    }
+    std::cout << "\n";
+  }
 
   if (corpus.truth) {
     const int W = cfg.data.pronoun_window;
@@ -132,6 +155,33 @@ void add_data_commands(CLI::App& app, Globals& g) {
   stats->callback([&g, args] {
     g.run = [&g, args] {
       print_stats(load_data_config(*args, g));
+      return 0;
+    };
+  });
+
+  auto* tok = data->add_subcommand(
+      "tokenizer", "Train a SentencePiece model on a text config's training split; writes data.tokenizer_model");
+  tok->add_option("config", args->path, "text config (data.kind text)")->required();
+  tok->add_option("--set", args->sets, "override a field: section.key=value (repeatable)");
+  tok->add_option("--vocab", args->vocab, "vocabulary size, <unk> <bos> <eos> <pad> included")
+      ->required()
+      ->check(CLI::Range(8, 1 << 20));
+  tok->add_option("--type", args->type, "bpe or unigram (default bpe)");
+  tok->callback([&g, args] {
+    g.run = [&g, args] {
+      Config cfg = load_data_config(*args, g);
+      if (cfg.data.kind != "text")
+        throw InputError(fmt::format("{}: data.kind is {}; a tokenizer is trained on text", cfg.source, cfg.data.kind));
+      std::string path = cfg.data.tokenizer_model;
+      if (path.empty())  // a bytes config: the default place beside it
+        path = (std::filesystem::path(cfg.source).parent_path() / (cfg.name + ".tokenizer.model")).string();
+      const auto texts = data::text_training_split(cfg.data);
+      data::train_tokenizer(texts, args->vocab, args->type, path);
+      auto t = data::Tokenizer::load(path);
+      std::cout << fmt::format("{}: SentencePiece {} with {} pieces, trained on {} training documents (hash {})\n",
+                               path, args->type, t->size(), texts.size(), t->hash());
+      if (cfg.data.tokenizer != "sentencepiece")
+        log::info("data", "set data.tokenizer: sentencepiece in {} to use it", cfg.source);
       return 0;
     };
   });

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "data/baselines.h"
 #include "data/corpus.h"
+#include "data/tokenizer.h"
 #include "dist/dist.h"
 #include "model/checkpoint.h"
 #include "model/memory.h"
@@ -42,6 +43,7 @@ std::string num(double v, int d = 4) { return std::isnan(v) ? "" : fmt::format("
 struct TrainInvocation {
   Config config;  // as loaded (vocab_size may be auto)
   std::vector<uint64_t> seeds;
+  std::string init_from;  // --init-from: checkpoint or HF Llama folder ("" = fresh init)
 };
 
 void write_invocation(const std::string& out, const TrainInvocation& inv) {
@@ -51,6 +53,7 @@ void write_invocation(const std::string& out, const TrainInvocation& inv) {
   j["seeds"] = inv.seeds;
   j["threads"] = runtime::threads();
   j["config"] = to_yaml(inv.config);
+  if (!inv.init_from.empty()) j["init_from"] = inv.init_from;
   write_file_atomic((fs::path(out) / "train.json").string(), j.dump(2) + "\n");
 }
 
@@ -69,6 +72,7 @@ TrainInvocation read_invocation(const std::string& out) {
     inv.config.name = j.at("name").get<std::string>();
     inv.config.source = j.at("source").get<std::string>();
     inv.seeds = j.at("seeds").get<std::vector<uint64_t>>();
+    inv.init_from = j.value("init_from", std::string());
     const int threads = j.at("threads").get<int>();
     if (threads != runtime::threads())
       log::warn("train", "{}: the run used --threads {}, now {}: resumed results may differ in the last bits", path,
@@ -108,6 +112,17 @@ bool result_matches(const std::string& result_csv, const std::string& status, co
   }
 }
 
+// The tokenizer file the checkpoint was trained with must be the one the corpus loaded.
+void check_tokenizer(const Checkpoint& ck, const data::Corpus& corpus) {
+  auto it = ck.metadata.find("tokenizer_hash");
+  if (it == ck.metadata.end() || !corpus.vocab.tokenizer) return;
+  if (it->second != corpus.vocab.tokenizer->hash())
+    throw InputError(fmt::format("{}: the tokenizer file {} has changed since the checkpoint was written (hash {}, "
+                                 "now {})", ck.path, corpus.vocab.tokenizer->path(), it->second,
+                                 corpus.vocab.tokenizer->hash()),
+                     "restore the tokenizer model the run was trained with");
+}
+
 }  // namespace
 
 void add_train_commands(CLI::App& app, Globals& g) {
@@ -118,6 +133,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
     int n_seeds = 1;
     std::vector<std::string> sets;
     std::string resume;
+    std::string init_from;
     bool no_memory_check = false;
   };
   auto ta = std::make_shared<TrainArgs>();
@@ -128,6 +144,9 @@ void add_train_commands(CLI::App& app, Globals& g) {
   train->add_option("--set", ta->sets, "override a field: section.key=value (repeatable)");
   train->add_option("--resume", ta->resume,
                     "continue an interrupted `lmx train` in this output directory (finished seeds are kept)");
+  train->add_option("--init-from", ta->init_from,
+                    "start from these weights instead of a fresh init: a model.safetensors or a Hugging Face Llama "
+                    "folder (lmx export --hf); the config must build the same shapes");
   train->add_flag("--no-memory-check", ta->no_memory_check, "train even when the memory estimate exceeds MemAvailable");
   train->callback([&g, ta] {
     g.run = [&g, ta] {
@@ -136,11 +155,11 @@ void add_train_commands(CLI::App& app, Globals& g) {
       if (!writer) log::set_level(log::Level::Warn);
       Config cfg;
       std::vector<uint64_t> seeds;
-      std::string out;
+      std::string out, init_from = ta->init_from;
       const bool resume = !ta->resume.empty();
       if (resume) {
-        if (!ta->config.empty() || !ta->sets.empty() || !ta->seeds.empty())
-          throw InputError("--resume takes no config, --set or --seeds: the run continues with its own",
+        if (!ta->config.empty() || !ta->sets.empty() || !ta->seeds.empty() || !ta->init_from.empty())
+          throw InputError("--resume takes no config, --set, --seeds or --init-from: the run continues with its own",
                            "lmx train --resume RUN_DIR");
         if (!g.out.empty() && fs::path(g.out).lexically_normal() != fs::path(ta->resume).lexically_normal())
           throw InputError("--resume DIR and --out name different directories", "give only --resume DIR");
@@ -148,6 +167,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
         TrainInvocation inv = read_invocation(out);
         cfg = inv.config;
         seeds = inv.seeds;
+        init_from = inv.init_from;
       } else {
         if (ta->config.empty()) throw InputError("train needs a config file (or --resume RUN_DIR)", "lmx train configs/textbook.yaml");
         cfg = load_config(ta->config, ta->sets);
@@ -164,16 +184,21 @@ void add_train_commands(CLI::App& app, Globals& g) {
                          "each rank needs at least one row of every global batch: raise train.batch_size");
       // Resource guard and output checks, before any model is allocated.
       if (!ta->no_memory_check) check_training_memory(resolved, available_memory_bytes());
+      if (!init_from.empty()) {  // names and shapes checked before any output is written
+        ModernLM probe(resolved.model);
+        load_weights(*probe, read_checkpoint(init_from));
+      }
       if (writer) {
         if (resume) {
           lock_out_dir(out);  // two `train --resume DIR` at once: the second gets exit 2
           check_writable(out);
+          open_folder_log(out);
         } else {
           prepare_out_dir(out);
         }
         const double ckpt_bytes = 16.0 * static_cast<double>(estimate_training_memory(resolved).params);
         check_free_space(out, 2 * ckpt_bytes + 4e6, "checkpoints (weights and AdamW state, written atomically)");
-        if (!resume) write_invocation(out, {cfg, seeds});
+        if (!resume) write_invocation(out, {cfg, seeds, init_from});
       }
       if (group) out = group->broadcast_string("train/out", out);  // rank 0's (timestamped) directory
       log::info("train", "{} -> {} (seeds {}{})", cfg.source, out, fmt::join(seeds, ","), resume ? ", resuming" : "");
@@ -187,6 +212,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
         const std::string result_csv = (run_dir / "result.csv").string();
         RunOptions ro{seed, run_dir.string(), tty};
         ro.check_memory = false;  // checked above, once for all seeds
+        ro.init_from = init_from;
         // Fault injection for tests: LMX_FAULT_NAN_STEP=N poisons the loss at step N of every seed.
         if (const char* nan_step = std::getenv("LMX_FAULT_NAN_STEP")) ro.inject_nan_at_step = std::atoll(nan_step);
         if (resume) {
@@ -243,7 +269,8 @@ void add_train_commands(CLI::App& app, Globals& g) {
   };
   auto ea = std::make_shared<EvalArgs>();
   auto* eval = app.add_subcommand("eval", "Evaluate a checkpoint: loss, perplexity, true perplexity, pronoun accuracy");
-  eval->add_option("checkpoint", ea->ckpt, "model.safetensors written by lmx train")->required();
+  eval->add_option("checkpoint", ea->ckpt, "model.safetensors written by lmx train, or a Hugging Face Llama folder")
+      ->required();
   eval->add_option("--split", ea->split, "train, val or test (default test)");
   eval->add_option("--layout", ea->layout, "doc or packed (default: the training layout)");
   eval->add_option("--seq-len", ea->seq_len, "packed: row length (default: the training seq_len)")
@@ -255,6 +282,8 @@ void add_train_commands(CLI::App& app, Globals& g) {
       Checkpoint ck = read_checkpoint(ea->ckpt);
       ModernLM model = load_model(ck);
       data::Corpus corpus = data::load_corpus(ck.config.data);
+      resolve_for_corpus(ck.config, corpus);  // the vocabulary fits the model (an HF folder may come from elsewhere)
+      check_tokenizer(ck, corpus);
       EvalOptions opt;
       opt.split = data::parse_split(ea->split);
       opt.layout = data::parse_layout(ea->layout.empty() ? ck.config.data.layout : ea->layout);
@@ -292,7 +321,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
   };
   auto ga = std::make_shared<GenArgs>();
   auto* gen = app.add_subcommand("generate", "Sample a continuation from a checkpoint (KV cache by default)");
-  gen->add_option("checkpoint", ga->ckpt, "model.safetensors")->required();
+  gen->add_option("checkpoint", ga->ckpt, "model.safetensors, or a Hugging Face Llama folder")->required();
   gen->add_option("--prompt", ga->prompt, "prompt words (garden) or text; <bos> is prepended");
   gen->add_option("--max-new", ga->max_new, "tokens to generate (stops early at <eos>)")->check(Positive);
   gen->add_option("--temperature", ga->temperature, "sampling temperature; 0 = greedy")
@@ -306,6 +335,8 @@ void add_train_commands(CLI::App& app, Globals& g) {
       ModernLM model = load_model(ck);
       model->eval();
       data::Corpus corpus = data::load_corpus(ck.config.data);
+      resolve_for_corpus(ck.config, corpus);
+      check_tokenizer(ck, corpus);
       data::Doc tokens = {corpus.vocab.bos};
       if (!ga->prompt.empty()) {
         data::Doc p = corpus.vocab.encode(ga->prompt);

@@ -17,6 +17,7 @@
 #include "config/fields.h"
 #include "util/csv.h"
 #include "util/error.h"
+#include "util/log_sink.h"
 
 namespace fs = std::filesystem;
 
@@ -111,6 +112,12 @@ void lock_out_dir(const std::string& dir) {
   held[canon] = fd;
 }
 
+void open_folder_log(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "lmx.log").string();
+  const std::string why = log_sink::open_file(path, true);
+  if (!why.empty()) throw InputError(fmt::format("{}: cannot open the log file: {}", path, why));
+}
+
 void check_free_space(const std::string& dir, double needed_bytes, const std::string& what) {
   std::error_code ec;
   const auto info = fs::space(dir, ec);
@@ -136,6 +143,7 @@ void prepare_out_dir(const std::string& dir) {
       throw InputError(fmt::format("{}: output directory exists and is not empty", dir),
                        "choose another --out or remove it (an interrupted run continues with --resume)");
   check_writable(dir);
+  open_folder_log(dir);
 }
 
 std::string sweep_out_dir(const std::string& resume, const std::string& out, const std::string& default_name) {
@@ -151,6 +159,7 @@ std::string sweep_out_dir(const std::string& resume, const std::string& out, con
                      "give the --out directory of the interrupted run");
   lock_out_dir(resume);
   check_writable(resume);
+  open_folder_log(resume);
   return resume;
 }
 

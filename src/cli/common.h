@@ -19,7 +19,8 @@ std::vector<uint64_t> parse_seeds(const std::string& list, int n_seeds = 1, long
 std::string default_out_dir(const std::string& name);
 
 // Creates a fresh, writable output directory; refuses a non-empty one and an unwritable one
-// (InputError, exit 2) before any work starts. Takes the directory's lock (lock_out_dir) first.
+// (InputError, exit 2) before any work starts. Takes the directory's lock (lock_out_dir) first,
+// then opens its log, dir/lmx.log (open_folder_log).
 void prepare_out_dir(const std::string& dir);
 
 // Holds an exclusive flock on DIR/.lmx.lock for the rest of this process (not inherited by
@@ -27,12 +28,16 @@ void prepare_out_dir(const std::string& dir);
 // 2) naming the holder's pid when another process holds it. dir must exist.
 void lock_out_dir(const std::string& dir);
 
+// From now on the log lines also go to dir/lmx.log (appended, with date and time), instead of
+// the previous output folder's.
+void open_folder_log(const std::string& dir);
+
 // InputError (exit 2) when a file cannot be created in dir (permissions, read-only, full) or dir
 // names a file.
 void check_writable(const std::string& dir);
 
 // The output directory of a sweep-like verb (sweep, ablate): with --resume DIR, DIR after
-// checking it holds an interrupted sweep (runs/) and is writable; otherwise --out (or
+// checking it holds an interrupted sweep (runs/) and is writable (and opening its log); otherwise --out (or
 // runs/<default_name>-<stamp>) prepared by prepare_out_dir.
 std::string sweep_out_dir(const std::string& resume, const std::string& out, const std::string& default_name);
 

@@ -12,6 +12,7 @@
 #include "model/registry.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/log_sink.h"
 #include "util/runtime.h"
 #include "util/signals.h"
 
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
   using namespace lmx;
   runtime::tune_allocator();
   signals::install_early();  // SIGTERM before the job starts exits 130, as SIGINT does
-  CLI::App app{"lmx: train, evaluate and ablate small Transformer LMs on CPU"};
+  CLI::App app{"lmx: train, evaluate and ablate small Transformer LMs on CPU or CUDA"};
   app.footer(components_footer());
   app.fallthrough();
   app.require_subcommand(0, 1);
@@ -88,6 +89,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", g.out, "output directory for results");
   app.add_flag("-v,--verbose", g.verbose, "more log lines");
   app.add_flag("-q,--quiet", g.quiet, "only warnings and errors on stderr");
+  std::string log_file;
+  app.add_option("--log-file", log_file, "also write the log lines to this file, with date and time (appended)");
   cli::add_config_commands(app, g);
   cli::add_list_command(app, g);
   cli::add_train_commands(app, g);
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
   cli::add_extrapolate_command(app, g);
   cli::add_ablate_command(app, g);
   cli::add_uptrain_command(app, g);
+  cli::add_export_command(app, g);
   cli::add_launch_command(app, g);
   cli::add_data_commands(app, g);
   cli::add_sizes_commands(app, g);
@@ -125,6 +129,10 @@ int main(int argc, char** argv) {
 
   try {
     log::init(g.quiet ? -1 : g.verbose);
+    if (!log_file.empty()) {
+      const std::string why = log_sink::open_file(log_file, false);
+      if (!why.empty()) throw InputError(fmt::format("--log-file {}: cannot open: {}", log_file, why));
+    }
     g.device_given = device_opt->count() > 0;
     const int threads = g.threads > 0 ? g.threads : runtime::default_threads();
     if (threads > runtime::max_threads())

@@ -221,6 +221,15 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   std::vector<std::string> chain;
   apply_file(cfg, path, chain);
   for (const auto& o : overrides) apply_override(cfg, o);
+  // The tokenizer model: next to the config by default; a relative path is relative to it.
+  auto rebase = [&](std::string& p) {
+    if (!p.empty() && fs::path(p).is_relative() && !fs::exists(p))
+      p = (fs::path(path).parent_path() / p).lexically_normal().string();
+  };
+  if (cfg.data.tokenizer == "sentencepiece" && cfg.data.tokenizer_model.empty())
+    cfg.data.tokenizer_model = (fs::path(path).parent_path() / (cfg.name + ".tokenizer.model")).lexically_normal().string();
+  else
+    rebase(cfg.data.tokenizer_model);
   validate(cfg);
   return cfg;
 }
@@ -255,6 +264,8 @@ void validate(const Config& cfg) {
   check(t.steps > 0 || t.epochs > 0, cfg, "one of train.steps and train.epochs must be > 0");
   const DataConfig& d = cfg.data;
   check(d.kind != "text" || !d.text_path.empty(), cfg, "data.kind is text but data.text_path is empty");
+  check(d.tokenizer == "bytes" || d.kind == "text", cfg,
+        fmt::format("data.tokenizer is {} but data.kind is {} (subword tokenizers are for text)", d.tokenizer, d.kind));
   check(d.val_fraction + d.test_fraction < 1, cfg, "data.val_fraction + data.test_fraction must be < 1");
   if (m.d_ff == 0) {  // d_ff auto must fit an int (the gated width is never larger)
     try {

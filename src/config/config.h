@@ -75,7 +75,7 @@ struct TrainConfig {
 };
 
 struct DataConfig {
-  std::string kind = "garden";   // garden (built-in toy language) | text (plain text, bytes)
+  std::string kind = "garden";   // garden (built-in toy language) | text (plain text: bytes or subwords)
   std::string grammar = "";      // garden: grammar file, or a built-in name (garden, garden_v1); empty = garden
   std::string text_path = "";    // text: a file, or a directory of .txt files
   int seed = 1234;               // corpus seed (the split streams derive from it)
@@ -85,6 +85,8 @@ struct DataConfig {
   double val_fraction = 0.05;    // text: share of the bytes for validation
   double test_fraction = 0.05;   // text: share of the bytes for test
   int text_doc_len = 256;        // text: bytes per "document" when cutting a file
+  std::string tokenizer = "bytes";  // text: bytes | sentencepiece (data/tokenizer.h)
+  std::string tokenizer_model = "";  // sentencepiece: model file; empty = <config stem>.tokenizer.model beside it
   std::string layout = "doc";    // doc (one document per row, padded, masked) | packed
   int seq_len = 64;              // packed: chunk length; doc: longer documents are cut
   int pronoun_window = 5;        // pronoun metric: "far" means the subject is > W tokens back

@@ -200,7 +200,7 @@ std::vector<Field> make_fields() {
       string_field<T>("train.device", &T::device, "where tensors live", fixed({"cpu", "cuda"})),
       string_field<T>("train.precision", &T::precision, "fp32, or bf16: autocast matmuls to bfloat16 (weights and AdamW state stay fp32); on a CPU fast only with AVX512-BF16 or AMX", fixed({"fp32", "bf16"})),
 
-      string_field<D>("data.kind", &D::kind, "garden: the built-in toy language; text: plain text as bytes", fixed({"garden", "text"})),
+      string_field<D>("data.kind", &D::kind, "garden: the built-in toy language; text: plain text (bytes, or subwords by data.tokenizer)", fixed({"garden", "text"})),
       string_field<D>("data.grammar", &D::grammar, "garden grammar file (relative to the config), or a built-in by name: garden (data/garden.yaml), garden_v1 (the earlier context-free world); empty = garden"),
       string_field<D>("data.text_path", &D::text_path, "text: a file or a directory of .txt files (relative to the config)"),
       int_field<D>("data.seed", &D::seed, 0, kMaxInt, "corpus seed; the train / val / test streams derive from it"),
@@ -210,6 +210,8 @@ std::vector<Field> make_fields() {
       float_field<D>("data.val_fraction", &D::val_fraction, 0, 0.5, "text: share of documents for validation"),
       float_field<D>("data.test_fraction", &D::test_fraction, 0, 0.5, "text: share of documents for test"),
       int_field<D>("data.text_doc_len", &D::text_doc_len, 2, kMaxInt, "text: bytes per document when a file is cut into documents"),
+      string_field<D>("data.tokenizer", &D::tokenizer, "text: bytes (ids 0..255), or sentencepiece: the subword model `lmx data tokenizer` trains", fixed({"bytes", "sentencepiece"})),
+      string_field<D>("data.tokenizer_model", &D::tokenizer_model, "sentencepiece: the model file (relative to the config); empty = <config stem>.tokenizer.model beside the config"),
       string_field<D>("data.layout", &D::layout, "doc: one document per row, padded and masked; packed: documents joined by <eos>, cut into seq_len chunks", fixed({"doc", "packed"})),
       int_field<D>("data.seq_len", &D::seq_len, 2, 1 << 24, "tokens per training row (packed chunk length; doc: longer documents are cut)"),
       int_field<D>("data.pronoun_window", &D::pronoun_window, 0, kMaxInt, "pronoun metric: far = subject more than W tokens back"),

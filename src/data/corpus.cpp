@@ -7,6 +7,7 @@
 #include "data/garden.h"
 #include "data/rng.h"
 #include "data/text.h"
+#include "data/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -37,6 +38,7 @@ int32_t Vocab::id(const std::string& word) const {
 }
 
 std::string Vocab::decode(const Doc& doc) const {
+  if (tokenizer) return tokenizer->decode(doc);
   std::string out;
   for (size_t i = 0; i < doc.size(); ++i) {
     int32_t t = doc[i];
@@ -49,6 +51,7 @@ std::string Vocab::decode(const Doc& doc) const {
 }
 
 Doc Vocab::encode(const std::string& text) const {
+  if (tokenizer) return tokenizer->encode(text);
   Doc doc;
   if (bytes) {
     // Special names are read as specials; every other byte is itself.

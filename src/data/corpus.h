@@ -13,16 +13,20 @@ namespace lmx::data {
 
 using Doc = std::vector<int32_t>;  // token ids: <bos> w1 ... wn <eos>
 
+class Tokenizer;  // data/tokenizer.h
+
 enum class Split { Train, Val, Test };
 const char* split_name(Split s);
 Split parse_split(const std::string& name);  // throws InputError
 
 // Garden: <pad> 0, <bos> 1, <eos> 2, then the grammar's words in byte order.
-// Text: byte b has id b (0..255), then <pad> 256, <bos> 257, <eos> 258.
+// Text: byte b has id b (0..255), then <pad> 256, <bos> 257, <eos> 258; with
+// data.tokenizer sentencepiece the model's pieces (words) and ids (data/tokenizer.h).
 struct Vocab {
   std::vector<std::string> words;  // id -> word; specials included
   int32_t bos = -1, eos = -1, pad = -1;
   bool bytes = false;              // text: tokens are bytes, decoded without separators
+  std::shared_ptr<const Tokenizer> tokenizer;  // sentencepiece: encodes and decodes
   int size() const { return static_cast<int>(words.size()); }
   int32_t id(const std::string& word) const;  // throws InputError for an unknown word
   std::string decode(const Doc& doc) const;   // words joined by spaces (bytes for text)

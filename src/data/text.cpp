@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "data/rng.h"
+#include "data/tokenizer.h"
 #include "util/error.h"
 
 namespace lmx::data {
@@ -49,24 +50,23 @@ std::vector<fs::path> text_files(const std::string& path) {
   return files;
 }
 
-}  // namespace
-
-Corpus load_text_corpus(const DataConfig& cfg) {
-  Corpus c;
-  c.kind = "text";
-  c.vocab = byte_vocab();
-  std::vector<Doc> docs;
+// The documents' texts, each at most data.text_doc_len bytes (utf8: cut only at character starts).
+std::vector<std::string> cut_documents(const DataConfig& cfg, bool utf8) {
+  std::vector<std::string> docs;
   for (const auto& file : text_files(cfg.text_path)) {
     const std::string text = read_file(file);
-    for (size_t at = 0; at < text.size(); at += cfg.text_doc_len) {
-      Doc doc{c.vocab.bos};
-      size_t end = std::min(text.size(), at + static_cast<size_t>(cfg.text_doc_len));
-      for (size_t i = at; i < end; ++i) doc.push_back(static_cast<unsigned char>(text[i]));
-      doc.push_back(c.vocab.eos);
-      docs.push_back(std::move(doc));
+    for (size_t at = 0, end = 0; at < text.size(); at = end) {
+      end = std::min(text.size(), at + static_cast<size_t>(cfg.text_doc_len));
+      if (utf8)  // continuation bytes are 10xxxxxx
+        while (end < text.size() && end > at + 1 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+      docs.push_back(text.substr(at, end - at));
     }
   }
-  const size_t n = docs.size();
+  return docs;
+}
+
+// Which split each of n documents goes to: 0 train, 1 val, 2 test.
+std::vector<int> assign_splits(const DataConfig& cfg, size_t n) {
   auto count = [n](double fraction) {
     return fraction > 0 ? std::max<size_t>(1, static_cast<size_t>(std::llround(fraction * n))) : 0;
   };
@@ -80,11 +80,50 @@ Corpus load_text_corpus(const DataConfig& cfg) {
   for (size_t i = 0; i < n; ++i) order[i] = i;
   Rng rng(stream_seed(static_cast<uint64_t>(cfg.seed), 4));
   for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
-  std::vector<int> which(n, 0);  // 0 train, 1 val, 2 test
+  std::vector<int> which(n, 0);
   for (size_t k = 0; k < n_val; ++k) which[order[k]] = 1;
   for (size_t k = n_val; k < n_val + n_test; ++k) which[order[k]] = 2;
-  for (size_t i = 0; i < n; ++i) (which[i] == 0 ? c.train : which[i] == 1 ? c.val : c.test).push_back(std::move(docs[i]));
+  return which;
+}
+
+bool subwords(const DataConfig& cfg) { return cfg.tokenizer == "sentencepiece"; }
+
+}  // namespace
+
+Corpus load_text_corpus(const DataConfig& cfg) {
+  Corpus c;
+  c.kind = "text";
+  c.vocab = byte_vocab();
+  if (subwords(cfg)) {
+    auto tok = Tokenizer::load(cfg.tokenizer_model);
+    c.vocab = Vocab();
+    for (int32_t i = 0; i < tok->size(); ++i) c.vocab.words.push_back(tok->piece(i));
+    c.vocab.bos = tok->bos(), c.vocab.eos = tok->eos(), c.vocab.pad = tok->pad();
+    c.vocab.tokenizer = tok;
+  }
+  const std::vector<std::string> texts = cut_documents(cfg, subwords(cfg));
+  const std::vector<int> which = assign_splits(cfg, texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    Doc doc{c.vocab.bos};
+    if (c.vocab.tokenizer) {
+      Doc ids = c.vocab.tokenizer->encode(texts[i]);
+      doc.insert(doc.end(), ids.begin(), ids.end());
+    } else {
+      for (unsigned char b : texts[i]) doc.push_back(b);
+    }
+    doc.push_back(c.vocab.eos);
+    (which[i] == 0 ? c.train : which[i] == 1 ? c.val : c.test).push_back(std::move(doc));
+  }
   return c;
+}
+
+std::vector<std::string> text_training_split(const DataConfig& cfg) {
+  const std::vector<std::string> texts = cut_documents(cfg, true);
+  const std::vector<int> which = assign_splits(cfg, texts.size());
+  std::vector<std::string> train;
+  for (size_t i = 0; i < texts.size(); ++i)
+    if (which[i] == 0) train.push_back(texts[i]);
+  return train;
 }
 
 }  // namespace lmx::data

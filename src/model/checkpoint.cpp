@@ -7,6 +7,7 @@
 
 #include "model/memory.h"
 #include "model/sizes.h"
+#include "model/hf_llama.h"
 #include "util/error.h"
 
 namespace lmx {
@@ -43,6 +44,7 @@ void save_checkpoint(const std::string& path, ModernLMImpl& model, const Config&
 }
 
 Checkpoint read_checkpoint(const std::string& path) {
+  if (is_hf_folder(path)) return read_hf_llama(path);
   auto file = read_safetensors(path);
   auto it = file.metadata.find(kConfigKey);
   if (it == file.metadata.end())

@@ -30,7 +30,7 @@ inline void save_checkpoint(const std::string& path, ModernLM& model, const Conf
 }
 
 // Reads a checkpoint; InputError when the file is not a valid safetensors file or has no
-// (valid) lmx_config.
+// (valid) lmx_config. A directory is read as a Hugging Face Llama folder (model/hf_llama.h).
 Checkpoint read_checkpoint(const std::string& path);
 
 // Builds a ModernLM from the checkpoint's config (on the CPU) and copies the weights in.

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "data/batch.h"
+#include "data/tokenizer.h"
 #include "dist/dist.h"
 #include "model/checkpoint.h"
 #include "model/memory.h"
@@ -306,6 +307,10 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
     auto meta = state_metadata(state);
     meta["seed"] = std::to_string(opt.seed);
     meta["message"] = res.message;
+    if (corpus.vocab.tokenizer) {  // eval and generate check that the file is still the same
+      meta["tokenizer"] = corpus.vocab.tokenizer->path();
+      meta["tokenizer_hash"] = corpus.vocab.tokenizer->hash();
+    }
     save_checkpoint(ckpt_path, model, cfg, resumable_status(status) ? optimizer_tensors(*model, *optimizer) : NamedTensors{},
                     meta);
   };

@@ -1,0 +1,3 @@
+// Not fmt (see format.h).
+#pragma once
+#include "format.h"
