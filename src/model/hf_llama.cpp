@@ -82,6 +82,7 @@ std::string hf_llama_blocker(const ModelConfig& m) {
   if (m.ffn != "swiglu") return fmt::format("model.ffn is {} (Llama: swiglu)", m.ffn);
   if (m.position != "rope") return fmt::format("model.position is {} (Llama: rope)", m.position);
   if (m.bias) return "model.bias is true (Llama: no biases)";
+  if (m.embed_scale != "1") return fmt::format("model.embed_scale is {} (Llama: unscaled token embeddings)", m.embed_scale);
   if (m.rope_scaling != "none" && m.rope_scaling != "linear" && m.rope_scaling != "ntk")
     return fmt::format("model.rope_scaling is {} (exported: none, linear, ntk; Hugging Face reads yarn's trained "
                        "length differently across transformers versions)", m.rope_scaling);
