@@ -3,7 +3,8 @@
 #   scripts/lecture/02_norm.sh [--quick] [--jobs N] [--out DIR]
 # Tables: norm_invariance, gradnorm (post vs pre at depths 6/12/24, figure gradnorm.png),
 # warmup (6 layers, {post, pre} x {lr 1e-3, 5e-3, 5e-3 + 200 warm-up}, 3 seeds; figure
-# warmup_curves.png), layernorm_vs_rmsnorm (pre-norm, 3 seeds).
+# warmup_curves.png), collapse_lr (the same at lr 1e-2 / 2e-2 / 4e-2: where our post-norm
+# collapses), layernorm_vs_rmsnorm (pre-norm, 3 seeds).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 02_norm "$@"
 
@@ -55,6 +56,9 @@ unigram="$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "unigram_test_
   done
   echo "${unigram:-0} with lines dt 2 lc rgb 'black' title 'unigram'"
 } | plot_png "$R/warmup_curves.png" "Warm-up: 6-layer models, no clipping (seed 0)"
+
+# Where OUR post-norm collapses: the same models at 2x, 4x and 8x the lecture's lr.
+sweep 02_collapse_lr.yaml collapse_lr collapse_lr
 
 sweep 02_norm.yaml layernorm_vs_rmsnorm layernorm_vs_rmsnorm
 

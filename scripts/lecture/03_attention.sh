@@ -3,7 +3,8 @@
 #   scripts/lecture/03_attention.sh [--quick] [--jobs N] [--out DIR]
 # Tables: kv_table (real models, BF16), kv_decode (cache vs recompute, cache sizes),
 # mla (absorption, RoPE, decoupled RoPE), uptrain (MHA -> GQA/MQA by mean / first /
-# random K,V init, after conversion, +5% and +20% of the budget, and from scratch).
+# random K,V init, after conversion, +5% and +20% of the budget, and from scratch),
+# uptrain_sources (mean vs first on three source models).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 03_attention "$@"
 
@@ -11,20 +12,38 @@ probe kv-table kv_table
 probe kv-decode kv_decode
 probe mla mla
 
-# The MHA source model: the textbook preset, 6 epochs (quick: 30 steps on tiny data).
-train=(-q --threads 1 train "$ROOT/configs/textbook.yaml" --seeds 0 --out "$RUNS/mha")
+# The MHA source models: the textbook preset, 6 epochs, seeds 0, 1, 2 (quick: 30 steps on tiny
+# data). Seed 0's is converted with every init, continued and compared with from-scratch runs;
+# seeds 1 and 2 repeat the mean / first comparison (A4b, A4c) on two more source models.
+train=(-q --threads 1 train "$ROOT/configs/textbook.yaml")
 ((QUICK)) && train+=(--set train.steps=30 --set train.eval_every=0 "${TINY[@]}")
-"$LMX" "${train[@]}" > /dev/null
-# One lmx uptrain per KV-head count, side by side with --jobs > 1 (each converts, continues and trains its
-# from-scratch model one run at a time); their tables are then merged (one source row).
-for kv in 2 1; do
-  uptrain=(-q --threads 1 uptrain "$RUNS/mha/seed0/model.safetensors" --kv-heads "$kv" --init mean,first,random
-           --out "$RUNS/uptrain-kv$kv")
-  ((QUICK)) && uptrain+=(--steps 3,6)
-  in_parallel "$LMX" "${uptrain[@]}" > /dev/null
-done
+in_parallel "$LMX" "${train[@]}" --seeds 0 --out "$RUNS/mha" > /dev/null
+in_parallel "$LMX" "${train[@]}" --seeds 1,2 --out "$RUNS/mha-more" > /dev/null
+wait_all
+# uptrain_pair KV SRC: seed 0's full uptrain to KV heads, then source SRC's mean / first comparison
+# (both KV-head counts, no from-scratch runs); two of these run side by side with --jobs > 1.
+uptrain_pair() {
+  local kv="$1" src="$2" quick=()
+  ((QUICK)) && quick=(--steps 3,6)
+  "$LMX" -q --threads 1 uptrain "$RUNS/mha/seed0/model.safetensors" --kv-heads "$kv" --init mean,first,random \
+    "${quick[@]}" --out "$RUNS/uptrain-kv$kv" > /dev/null &&
+  "$LMX" -q --threads 1 uptrain "$RUNS/mha-more/seed$src/model.safetensors" --kv-heads 2,1 --init mean,first \
+    --no-scratch "${quick[@]}" --out "$RUNS/uptrain-src$src" > /dev/null
+}
+in_parallel uptrain_pair 2 1
+in_parallel uptrain_pair 1 2
 wait_all
 { cat "$RUNS/uptrain-kv2/uptrain.csv"; tail -n +3 "$RUNS/uptrain-kv1/uptrain.csv"; } > "$R/uptrain.csv"
 csv_md "$R/uptrain.csv" > "$R/uptrain.md"
+# The mean / first rows of the three source models (column source = the source model's seed).
+{
+  echo "source,$(head -1 "$R/uptrain.csv")"
+  awk -F, 'NR > 1 && ($2 == "source" || $2 == "mean" || $2 == "first") { print "0," $0 }' "$R/uptrain.csv"
+  for src in 1 2; do
+    awk -F, -v s="$src" 'NR > 1 && ($2 == "source" || $2 == "mean" || $2 == "first") { print s "," $0 }' \
+      "$RUNS/uptrain-src$src/uptrain.csv"
+  done
+} > "$R/uptrain_sources.csv"
+csv_md "$R/uptrain_sources.csv" > "$R/uptrain_sources.md"
 
 lecture_done

@@ -3,7 +3,8 @@
 #   scripts/lecture/04_position.sh [--quick] [--jobs N] [--out DIR]
 # Tables: rope_relative, rope_decay (figure rope_decay.png), t5_buckets, rope_layout,
 # extrapolation (packed training at length 64 for 600 steps, test at 512: NLL by
-# position range for six encodings, 3 seeds; figure nll_by_position.png).
+# position range for six encodings, 3 seeds; figure nll_by_position.png), extrapolation_long
+# (seed 0 at 3x the steps).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 04_position "$@"
 
@@ -29,7 +30,14 @@ for seed in $seeds; do
   ((QUICK)) && args+=(--set train.eval_every=0)
   in_parallel "$LMX" "${args[@]}" --out "$RUNS/extrapolate-s$seed" > /dev/null
 done
+# Follow-up: seed 0 at 3x the steps (does the spread inside 64 close with more training?).
+long=(-q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" --train-len 64 --test-len "$test_len"
+      --steps $((3 * steps)) --seeds 0 "${TINY[@]}")
+((QUICK)) && long+=(--set train.eval_every=0)
+in_parallel "$LMX" "${long[@]}" --out "$RUNS/extrapolate-long" > /dev/null
 wait_all
+cp "$RUNS/extrapolate-long/by_position.csv" "$R/extrapolation_long.csv"
+csv_md "$R/extrapolation_long.csv" > "$R/extrapolation_long.md"
 first=1
 for seed in $seeds; do
   if ((first)); then cat "$RUNS/extrapolate-s$seed/by_position.csv"; else tail -n +2 "$RUNS/extrapolate-s$seed/by_position.csv"; fi

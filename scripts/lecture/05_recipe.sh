@@ -47,4 +47,7 @@ csv_md "$R/stability.csv" > "$R/stability.md"
   echo
 } | plot_png "$R/stability_curves.png" "Stability: 6 layers, lr 5e-3, no warm-up, no clipping"
 
+# Follow-up: the same at lr 1e-2, where our post-norm collapses (02_collapse_lr.yaml).
+sweep 05_stability_lr1e-2.yaml stability-lr1e-2 stability_lr1e-2
+
 lecture_done

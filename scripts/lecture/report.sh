@@ -248,6 +248,113 @@ echo "| R3 6 layers, lr 5e-3, no warm-up, no clipping: the original collapses, t
 KP="$RES/05_recipe/kv_per_token.csv"
 echo "| R4 at equal parameters the Llama-style KV cache is 128 numbers per token, the original's 256 | 128 vs 256 | $(( $(cell "$KP" recipe llama kv_numbers_per_token_per_layer) * 2 )) vs $(( $(cell "$KP" recipe original kv_numbers_per_token_per_layer) * 2 )) (2 layers) | exact | $(verdict "2 * $(cell "$KP" recipe llama kv_numbers_per_token_per_layer) == 128 && 2 * $(cell "$KP" recipe original kv_numbers_per_token_per_layer) == 256") |"
 
+if grep -q "^relu-lr0.03-beta2," "$SP" 2> /dev/null; then
+SB="$RES/01_ffn/sparsity_beta2.csv"
+cat <<EOM
+
+## Follow-up: dead ReLU neurons with AdamW β2 = 0.999 (F4)
+
+Added after the main run (experiments/01_sparsity_beta2.yaml): the lecture's grid of F4 (ReLU
+and GELU at lr 0.01 and 0.03, 2 seeds, 6 epochs) with AdamW's β2 at PyTorch's default 0.999
+instead of lmx's 0.98. Rule: F4's, written down before this run: at most 1 dead neuron per
+layer for ReLU at both lrs, GELU 0.
+
+| point | most dead neurons in one layer of one run | zero fraction (mean over layers and seeds) | test ppl per seed |
+|---|---|---|---|
+EOM
+for p in relu-lr0.01 relu-lr0.03 gelu-lr0.01 gelu-lr0.03; do
+  echo "| $p, β2 0.98 (main run) | $(maxdead "$p") | $(layer_mean "$p" 5) | $(seed_values "$RES/01_ffn/sparsity_lr.csv" "$p" test_ppl 3) |"
+  echo "| $p, β2 0.999 | $(maxdead "$p-beta2") | $(layer_mean "$p-beta2" 5) | $(seed_values "$SB" "$p-beta2" test_ppl 3) |"
+done
+echo
+echo "F4 with β2 0.999: $(verdict "$(maxdead relu-lr0.01-beta2) <= 1 && $(maxdead relu-lr0.03-beta2) <= 1 && $(maxdead gelu-lr0.01-beta2) == 0 && $(maxdead gelu-lr0.03-beta2) == 0")."
+fi
+
+CL="$RES/02_norm/collapse_lr.csv"
+if [[ -f "$CL" ]]; then
+cat <<EOM
+
+## Follow-up: where our post-norm collapses (N3 / R3)
+
+Added after the main run showed no collapse at the lecture's lr 5e-3 (experiments/02_collapse_lr.yaml):
+the same 6-layer models and settings at 2×, 4× and 8× that lr. The rule is N3's, applied at
+each lr, written down before this sweep ran: collapsed = final validation perplexity above
+unigram/2 = $(fmt "$half" 1); the finding holds at an lr when post-norm collapses in every seed,
+pre-norm trains in every seed and 200 warm-up steps rescue post-norm in every seed.
+
+| lr | post-norm, no warm-up: collapsed | pre-norm: trained | post-norm + 200 warm-up: trained | final val ppl per seed (post / pre / post + warm-up) | N3 holds |
+|---|---|---|---|---|---|
+EOM
+for lr in 1e-2 2e-2 4e-2; do
+  c="$(seeds_where "$CL" "post-lr$lr" final_val_ppl "v > $half")"
+  p="$(seeds_where "$CL" "pre-lr$lr" final_val_ppl "v < $half")"
+  w="$(seeds_where "$CL" "post-lr$lr-warmup200" final_val_ppl "v < $half")"
+  all3() { [[ "${1%/*}" == "${1#*/}" && "${1#*/}" != 0 ]]; }
+  holds="no"; all3 "$c" && all3 "$p" && all3 "$w" && holds="**yes**"
+  echo "| $lr | $c | $p | $w | $(seed_values "$CL" "post-lr$lr" final_val_ppl) / $(seed_values "$CL" "pre-lr$lr" final_val_ppl) / $(seed_values "$CL" "post-lr$lr-warmup200" final_val_ppl) | $holds |"
+done
+fi
+SL="$RES/05_recipe/stability_lr1e-2.csv"
+if [[ -f "$SL" ]]; then
+echo
+echo "R3 at lr 1e-2 (experiments/05_stability_lr1e-2.yaml; R3's rule, written down before the run): best validation perplexity per seed original $(seed_values "$SL" original best_val_ppl), llama $(seed_values "$SL" llama best_val_ppl); mean train loss over the first 50 steps → the last epoch: original $(fmt "$(agg "$SL" original mean train_loss_first50)") → $(fmt "$(agg "$SL" original mean train_loss_last_epoch)"), llama $(fmt "$(agg "$SL" llama mean train_loss_first50)") → $(fmt "$(agg "$SL" llama mean train_loss_last_epoch)"). Original collapses: $(per_seed "$(seeds_where "$SL" original best_val_ppl "v > $halfr")"); llama trains: $(per_seed "$(seeds_where "$SL" llama best_val_ppl "v < $halfr")")."
+fi
+
+XL="$RES/04_position/extrapolation_long.csv"
+if [[ -f "$XL" ]]; then
+xl() { awk -F, -v p="$1" -v r="$2" '$1 == p && $3 == r { print $5 }' "$XL"; }
+inside_l="$(for p in learned sinusoidal t5_bias rope alibi; do xl $p "$r0"; done | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.4f", hi - lo }')"
+cat <<EOM
+
+## Follow-up: extrapolation at 3× the training steps (P4)
+
+Added after the main run: seed 0 of the extrapolation run again, the same settings at 3× the steps
+(results/04_position/extrapolation_long.csv). Rules: P4a's and P4c's, written down before this run.
+
+| encoding | NLL at $r0 | at 64-127 | at 128-255 | at $rL |
+|---|---|---|---|---|
+EOM
+for p in learned sinusoidal t5_bias rope alibi none; do
+  echo "| $p | $(fmt "$(xl $p "$r0")") | $(fmt "$(xl $p 64-127)") | $(fmt "$(xl $p 128-255)") | $(fmt "$(xl $p "$rL")") |"
+done
+echo
+echo "Inside $r0 the five encodings other than NoPE span $inside_l nats (P4a: < 0.05 and NoPE above each: $(verdict "$inside_l < 0.05 && $(xl none "$r0") > $(xl learned "$r0") && $(xl none "$r0") > $(xl sinusoidal "$r0") && $(xl none "$r0") > $(xl t5_bias "$r0") && $(xl none "$r0") > $(xl rope "$r0") && $(xl none "$r0") > $(xl alibi "$r0")")); at $rL alibi < rope < t5_bias < none: $(verdict "$(xl alibi "$rL") < $(xl rope "$rL") && $(xl rope "$rL") < $(xl t5_bias "$rL") && $(xl t5_bias "$rL") < $(xl none "$rL")") (one seed)."
+fi
+
+US="$RES/03_attention/uptrain_sources.csv"
+if [[ -f "$US" ]]; then
+# us SRC KV INIT STEPS -> test ppl of that source model's converted run ("source" INIT: the source).
+us() { awk -F, -v s="$1" -v k="$2" -v i="$3" -v n="$4" 'NR > 1 && $1 == s && $3 == i && (i == "source" || ($2 == k && $4 == n)) { print $7; exit }' "$US"; }
+nsrc=0; k_gqa=0; k_mqa0=0; k_mqa2=0; k_c=0; rows=""
+for src in $(awk -F, 'NR > 1 && $3 == "source" { print $1 }' "$US"); do
+  so="$(us "$src" 4 source 0)"; gm="$(us "$src" 2 mean 0)"; gf="$(us "$src" 2 first 0)"
+  mm="$(us "$src" 1 mean 0)"; mf="$(us "$src" 1 first 0)"; mm2="$(us "$src" 1 mean "$s2")"; mf2="$(us "$src" 1 first "$s2")"
+  g1="$(us "$src" 2 mean "$s1")"
+  nsrc=$((nsrc + 1))
+  awk "BEGIN { exit !($gm < $gf) }" && k_gqa=$((k_gqa + 1))
+  awk "BEGIN { exit !($mf < $mm) }" && k_mqa0=$((k_mqa0 + 1))
+  awk "BEGIN { exit !($mm2 < $mf2) }" && k_mqa2=$((k_mqa2 + 1))
+  awk "BEGIN { exit !($g1 < 1.02 * $so) }" && k_c=$((k_c + 1))
+  rows+="| $src | $(fmt "$so") | $(fmt "$gm") / $(fmt "$gf") | $(fmt "$mm") / $(fmt "$mf") | $(fmt "$mm2") / $(fmt "$mf2") | $(fmt "$g1") |"$'\n'
+done
+cat <<EOM
+
+## Follow-up: A4 on three source models
+
+Added after the main run, whose uptraining table converts one source model (seed 0): the
+mean / first comparison repeated on the textbook models of seeds 1 and 2
+(results/03_attention/uptrain_sources.csv). The rules are A4b's and A4c's, counted per source
+model, written down before these runs.
+
+| source seed | source test ppl | GQA mean / first at 0 steps | MQA mean / first at 0 steps | MQA mean / first after $s2 steps | GQA mean after $s1 steps |
+|---|---|---|---|---|---|
+${rows}
+GQA mean < first at 0 steps: $(per_seed "$k_gqa/$nsrc"); MQA first < mean at 0 steps: $(per_seed "$k_mqa0/$nsrc");
+MQA mean < first after $s2 steps: $(per_seed "$k_mqa2/$nsrc"); GQA mean after $s1 steps within 2% of its source: $(per_seed "$k_c/$nsrc")
+(here a "seed" is a source model).
+EOM
+fi
+
 cat <<EOM
 
 ## Literature claims (context, not the lecture's findings)
@@ -279,6 +386,10 @@ figure 02_norm/gradnorm_normal.png "gradient norm by layer, N(0, 0.02²)"
 echo "### Warm-up: 6 layers, 2 epochs, no clipping, 3 seeds"
 include "$RES/02_norm/warmup.md"
 figure 02_norm/warmup_curves.png "validation perplexity during training"
+if [[ -f "$RES/02_norm/collapse_lr.md" ]]; then
+  echo "### The same at lr 1e-2 / 2e-2 / 4e-2 (where our post-norm collapses), 3 seeds"
+  include "$RES/02_norm/collapse_lr.md"
+fi
 echo "### LayerNorm vs RMSNorm (pre-norm, 2 layers, 3 seeds)"
 include "$RES/02_norm/layernorm_vs_rmsnorm.md"
 
