@@ -282,8 +282,8 @@ each lr, written down before this sweep ran: collapsed = final validation perple
 unigram/2 = $(fmt "$half" 1); the finding holds at an lr when post-norm collapses in every seed,
 pre-norm trains in every seed and 200 warm-up steps rescue post-norm in every seed.
 
-| lr | post-norm, no warm-up: collapsed | pre-norm: trained | post-norm + 200 warm-up: trained | final val ppl per seed (post / pre / post + warm-up) | N3 holds |
-|---|---|---|---|---|---|
+| lr | post-norm, no warm-up: collapsed | pre-norm: trained | post-norm + 200 warm-up: trained | final val ppl per seed: post-norm | pre-norm | post-norm + warm-up | N3 holds |
+|---|---|---|---|---|---|---|---|
 EOM
 for lr in 1e-2 2e-2 4e-2; do
   c="$(seeds_where "$CL" "post-lr$lr" final_val_ppl "v > $half")"
@@ -291,7 +291,7 @@ for lr in 1e-2 2e-2 4e-2; do
   w="$(seeds_where "$CL" "post-lr$lr-warmup200" final_val_ppl "v < $half")"
   all3() { [[ "${1%/*}" == "${1#*/}" && "${1#*/}" != 0 ]]; }
   holds="no"; all3 "$c" && all3 "$p" && all3 "$w" && holds="**yes**"
-  echo "| $lr | $c | $p | $w | $(seed_values "$CL" "post-lr$lr" final_val_ppl) / $(seed_values "$CL" "pre-lr$lr" final_val_ppl) / $(seed_values "$CL" "post-lr$lr-warmup200" final_val_ppl) | $holds |"
+  echo "| $lr | $c | $p | $w | $(seed_values "$CL" "post-lr$lr" final_val_ppl) | $(seed_values "$CL" "pre-lr$lr" final_val_ppl) | $(seed_values "$CL" "post-lr$lr-warmup200" final_val_ppl) | $holds |"
 done
 fi
 SL="$RES/05_recipe/stability_lr1e-2.csv"
