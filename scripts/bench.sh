@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# lmx vs the PyTorch eager peer (../shared/bench/pytorch_eager.py), side by side on this
-# machine: the same model shapes, B=32, T=64, vocab 64, 1 and 2 threads on both sides.
-# Prints the Markdown table of docs/PERFORMANCE.md and keeps the raw CSVs.
-#   scripts/bench.sh [--steps N] [--warmup N] [--threads "1 2"] [--recipes "textbook llama"] [--out DIR]
-# Environment: LMX (binary, default build/lmx), PEER (peer script), PYTHON (default /usr/bin/python3).
+# lmx vs its two speed peers, side by side on this machine, 1 and 2 threads on every side:
+#  1. the PyTorch eager peer (../shared/bench/pytorch_eager.py): the same model shapes
+#     (textbook, llama), B=32, T=64, vocab 64;
+#  2. Karpathy's llm.c CPU trainer (../shared/bench/llmc/run.sh, pinned copy): its GPT-2 shape
+#     (GELU-tanh, learned positions, tied embeddings; lmx runs the same shape), runs
+#     interleaved with lmx, min and median per side.
+# Prints the Markdown tables of docs/PERFORMANCE.md and keeps the raw CSVs and logs.
+#   scripts/bench.sh [--steps N] [--warmup N] [--threads "1 2"] [--recipes "textbook llama"]
+#                    [--peers "eager llmc"] [--llmc-runs N] [--out DIR]
+# Environment: LMX (binary, default build/lmx), PEER (peer script), PYTHON (default /usr/bin/python3),
+# LLMC (the llm.c runner, default ../shared/bench/llmc/run.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 lmx="${LMX:-$root/build/lmx}"
 peer="${PEER:-$root/../shared/bench/pytorch_eager.py}"
 python="${PYTHON:-/usr/bin/python3}"
-steps=60 warmup=10 threads_list="1 2" recipes="textbook llama" out=""
+llmc="${LLMC:-$root/../shared/bench/llmc/run.sh}"
+steps=60 warmup=10 threads_list="1 2" recipes="textbook llama" out="" peers="eager llmc" llmc_runs=5
 while (($#)); do
   case "$1" in
     --steps) steps="$2"; shift 2 ;;
@@ -17,17 +24,29 @@ while (($#)); do
     --threads) threads_list="$2"; shift 2 ;;
     --recipes) recipes="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n 2,6p "$0"; exit 0 ;;
+    --peers) peers="$2"; shift 2 ;;
+    --llmc-runs) llmc_runs="$2"; shift 2 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 # Build (or rebuild after source changes) through the launcher, unless LMX names a binary.
 [[ -n "${LMX:-}" ]] || "$root/lmx" --version > /dev/null
-[[ -f "$peer" ]] || { echo "bench.sh: peer script $peer not found (set PEER)" >&2; exit 2; }
+has_peer() { [[ " $peers " == *" $1 "* ]]; }
+for p in $peers; do
+  [[ "$p" == eager || "$p" == llmc ]] || { echo "bench.sh: --peers: unknown peer '$p' (valid: eager, llmc)" >&2; exit 2; }
+done
+! has_peer eager || [[ -f "$peer" ]] || { echo "bench.sh: peer script $peer not found (set PEER, or --peers llmc)" >&2; exit 2; }
+! has_peer llmc || [[ -x "$llmc" ]] || { echo "bench.sh: llm.c runner $llmc not found (set LLMC, or --peers eager)" >&2; exit 2; }
 out="${out:-$(mktemp -d /tmp/lmx-bench.XXXXXX)}"
 mkdir -p "$out"
 echo "[bench] raw CSVs in $out; load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
+bf16=0
+grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo 2> /dev/null && bf16=1
+if has_peer eager; then
+echo "## lmx vs the PyTorch eager peer"
+echo
 for n in $threads_list; do
   "$lmx" -q --threads "$n" bench --peak --csv "$out/peak_$n.csv" >/dev/null
 done
@@ -42,6 +61,12 @@ for recipe in $recipes; do
     [[ "$dff" =~ ^[0-9]+$ ]] && extra=(--d-ff "$dff")
     OMP_NUM_THREADS="$n" OPENBLAS_NUM_THREADS="$n" "$python" "$peer" --recipe "$recipe" --threads "$n" \
       --batch 32 --seq-len 64 --steps "$steps" --warmup "$warmup" "${extra[@]}" >"$out/peer_${recipe}_$n.csv"
+    # bf16 autocast where the CPU has bf16 instructions (AVX512-BF16 or AMX): its own row, against
+    # the same fp32 peer run (not the same arithmetic, so not an entry in the fp32 comparison).
+    if ((bf16)); then
+      "$lmx" -q --threads "$n" bench "$cfg" --set train.precision=bf16 --batch 32 --seq-len 64 --vocab 64 \
+        --steps "$steps" --warmup "$warmup" --decode-len 512 --csv "$out/lmx_${recipe}_${n}_bf16.csv" >/dev/null
+    fi
   done
 done
 
@@ -54,14 +79,34 @@ def row(path):
 print("| recipe | threads | params lmx / peer | lmx ms/step | peer ms/step | speed-up | lmx GFLOP/s | "
       "matmul peak GFLOP/s | lmx MFU | peer MFU | KV decode tok/s | recompute tok/s | KV speed-up | lmx peak RSS MiB |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+import os
 for r in recipes:
     for n in threads:
-        l, p = row(f"{out}/lmx_{r}_{n}.csv"), row(f"{out}/peer_{r}_{n}.csv")
+        p = row(f"{out}/peer_{r}_{n}.csv")
         peak = float(row(f"{out}/peak_{n}.csv")["peak_gflops"])
-        lms, pms = float(l["ms_per_step"]), float(p["ms_per_step"])
-        gflop = float(l["gflop_per_step"])
-        print(f"| {r} | {n} | {l['params']} / {p['params']} | {lms:.2f} | {pms:.2f} | {pms / lms:.2f}x | "
-              f"{gflop / lms * 1e3:.1f} | {peak:.1f} | {gflop / lms * 1e3 / peak:.0%} | {gflop / pms * 1e3 / peak:.0%} | "
-              f"{l['decode_kv_tok_s']} | {l['decode_recompute_tok_s']} | {l['kv_speedup']}x | {l['peak_rss_mib']} |")
+        for suffix, label in (("", r), ("_bf16", f"{r} (lmx bf16)")):
+            path = f"{out}/lmx_{r}_{n}{suffix}.csv"
+            if not os.path.exists(path):
+                continue
+            l = row(path)
+            lms, pms = float(l["ms_per_step"]), float(p["ms_per_step"])
+            gflop = float(l["gflop_per_step"])
+            # MFU is against the fp32 sgemm peak; bf16 matmuls run in oneDNN, not OpenBLAS, so the
+            # bf16 row has none.
+            mfu = "n/a (bf16)" if suffix else f"{gflop / lms * 1e3 / peak:.0%}"
+            print(f"| {label} | {n} | {l['params']} / {p['params']} | {lms:.2f} | {pms:.2f} | {pms / lms:.2f}x | "
+                  f"{gflop / lms * 1e3:.1f} | {peak:.1f} | {mfu} | {gflop / pms * 1e3 / peak:.0%} | "
+                  f"{l['decode_kv_tok_s']} | {l['decode_recompute_tok_s']} | {l['kv_speedup']}x | {l['peak_rss_mib']} |")
 EOF
+fi
+
+if has_peer llmc; then
+  echo
+  echo "## lmx vs llm.c (train_gpt2.c, fp32 CPU reference)"
+  echo
+  # run.sh builds llm.c from its pinned tarball, times both sides interleaved, prints the table.
+  RUNS="$llmc_runs" THREADS="$threads_list" STEPS="$steps" WARMUP="$warmup" OUT="$out/llmc" PYTHON="$python" \
+    "$llmc" "$root" > "$out/llmc.log"
+  cat "$out/llmc/table.md"
+fi
 echo "[bench] load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -67,12 +67,19 @@ runtime::BlasInfo checked_blas() {
   return blas;
 }
 
+// Who chose the BLAS kernels, for the CSV (one word, no spaces: runners split rows on blanks):
+// OPENBLAS_CORETYPE when the variable is set, auto when OpenBLAS detected the CPU itself.
+std::string kernels_from(const runtime::BlasInfo& blas) {
+  if (blas.core.empty()) return "";
+  return blas.core_env.empty() ? "auto" : "OPENBLAS_CORETYPE";
+}
+
 int run_peak(const BenchArgs& a) {
   const runtime::BlasInfo blas = checked_blas();
   const double gflops = matmul_peak_gflops(a.peak_size, a.peak_reps);
-  Table t{{"threads", "matmul", "peak_gflops", "blas_kernels"}, {}};
+  Table t{{"threads", "matmul", "peak_gflops", "blas_kernels", "blas_kernels_from"}, {}};
   t.add({std::to_string(runtime::threads()), fmt::format("{0}x{0}x{0} sgemm", a.peak_size), fmt::format("{:.1f}", gflops),
-         blas.core_label()});
+         blas.core, kernels_from(blas)});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;
@@ -210,7 +217,7 @@ int run_bench(const Globals& g, const BenchArgs& a) {
 
   Table t{{"config", "threads", "torch_threads", "blas_threads", "batch", "seq_len", "vocab", "params", "steps", "ms_per_step", "tokens_per_s",
            "gflop_per_step", "gflops", "peak_gflops", "mfu", "peak_rss_mib", "decode_len", "decode_kv_tok_s",
-           "decode_recompute_tok_s", "kv_speedup", "final_loss", "blas_kernels"},
+           "decode_recompute_tok_s", "kv_speedup", "final_loss", "blas_kernels", "blas_kernels_from"},
           {}};
   t.add({cfg.name, std::to_string(runtime::threads()), std::to_string(runtime::torch_threads()),
          std::to_string(runtime::blas_threads()), std::to_string(B), std::to_string(T), std::to_string(V),
@@ -220,7 +227,7 @@ int run_bench(const Globals& g, const BenchArgs& a) {
          fmt::format("{:.1f}", train_rss), a.no_decode ? "" : std::to_string(a.decode_len),
          a.no_decode ? "" : fmt::format("{:.0f}", dec_cached), a.no_decode ? "" : fmt::format("{:.0f}", dec_full),
          a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss),
-         blas.core_label()});
+         blas.core, kernels_from(blas)});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;
