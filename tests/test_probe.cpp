@@ -175,6 +175,7 @@ TEST_CASE("probe gradnorm: one row per layer, matching a direct backward pass", 
   auto batch = data::eval_batches(rows, static_cast<int>(rows.rows.size()), corpus.vocab.pad).at(0);
   torch::manual_seed(0);
   ModernLM model(cfg.model);
+  model->keep_stream = true;
   auto logits = model->forward(batch.inputs);
   auto mask = batch.targets != data::kIgnore;
   auto logp = torch::log_softmax(logits, -1).gather(-1, batch.targets.clamp_min(0).unsqueeze(-1)).squeeze(-1);
@@ -188,6 +189,22 @@ TEST_CASE("probe gradnorm: one row per layer, matching a direct backward pass", 
     CHECK(num(layers, rw, "down_proj grad norm") == Approx(expected).epsilon(1e-3));
   }
   CHECK(std::stod(row(totals, "2", "pre").at(col_of(totals, "loss"))) == Approx(loss.item<double>()).margin(1e-4));
+  // Stream RMS, pre-norm: per token sqrt(mean_c x²) of the stream after the last block, averaged
+  // over the target tokens (a loop over them here).
+  const auto s = model->last_stream.to(torch::kFloat64);
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t b = 0; b < s.size(0); ++b)
+    for (int64_t t = 0; t < s.size(1); ++t)
+      if (batch.targets[b][t].item<int64_t>() != data::kIgnore) {
+        sum += std::sqrt(s[b][t].pow(2).mean().item<double>());
+        ++n;
+      }
+  CHECK(std::stod(row(totals, "2", "pre").at(col_of(totals, "stream rms"))) == Approx(sum / n).margin(1e-3));
+  // Post-norm: the stream after the last block is a LayerNorm's output with γ = 1, β = 0 at
+  // init, zero mean and unit variance per token, so its RMS is √(σ² / (σ² + ε)) ≈ 1.
+  for (const char* depth : {"2", "3"})
+    CHECK(std::stod(row(totals, depth, "post").at(col_of(totals, "stream rms"))) == Approx(1.0).margin(2e-3));
 }
 
 TEST_CASE("probe kv-decode: cached decoding equals recomputation — cache shrinks with KV heads", "[probe]") {

@@ -17,6 +17,8 @@ depths=6,12,24
 printf 'extends: %s\nmodel: {init: normal, init_std: 0.02}\n' "$ROOT/configs/textbook.yaml" > "$RUNS/textbook-normal.yaml"
 probe gradnorm gradnorm --depths "$depths"
 probe gradnorm gradnorm_normal --depths "$depths" --config "$RUNS/textbook-normal.yaml"
+# Follow-up: the same probe at init seeds 1 and 2 (the lecture measured one init).
+for s in 1 2; do probe gradnorm "gradnorm_seed$s" --depths "$depths" --seed "$s"; done
 
 # Figures: gradient norm of each layer's FFN output matrix, by depth and placement.
 # gradnorm*.csv columns: depth, placement, layer, grad norm (one row per layer).

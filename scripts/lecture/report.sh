@@ -270,6 +270,29 @@ echo
 echo "F4 with β2 0.999: $(verdict "$(maxdead relu-lr0.01-beta2) <= 1 && $(maxdead relu-lr0.03-beta2) <= 1 && $(maxdead gelu-lr0.01-beta2) == 0 && $(maxdead gelu-lr0.03-beta2) == 0")."
 fi
 
+if [[ -f "$RES/02_norm/gradnorm_seed1_totals.csv" ]]; then
+# tot FILE DEPTH PLACEMENT COLUMN: a column of a gradnorm totals table.
+tot() { awk -F, -v d="$2" -v p="$3" -v col="$4" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                                                 $1 == d && $2 == p { print $c[col] }' "$1"; }
+cat <<EOM
+
+## Follow-up: gradient norms at init, three init seeds, and the residual stream (N2)
+
+Added after the main run: the probe of N2 at init seeds 1 and 2 (results/02_norm/gradnorm_seed*.md),
+with the RMS of the residual stream after the last block (mean over the batch's target tokens).
+Pre-norm's final norm divides every layer's gradient by about that RMS, so its last-layer
+gradient from depth $dlo to $dhi should change by about the inverse of the stream's growth.
+
+| init seed | pre last layer ×($dlo → $dhi) | pre stream RMS $dlo → $dhi | 1 / stream growth | post total (whole model) × | post last layer × |
+|---|---|---|---|---|---|
+EOM
+for s in 0 1 2; do
+  f="$RES/02_norm/gradnorm_totals.csv"; ((s > 0)) && f="$RES/02_norm/gradnorm_seed${s}_totals.csv"
+  a="$(tot "$f" "$dlo" pre "stream rms")"; b="$(tot "$f" "$dhi" pre "stream rms")"
+  echo "| $s | $(ratio2 "$(tot "$f" "$dhi" pre "last layer")" "$(tot "$f" "$dlo" pre "last layer")") | $a → $b | $(ratio2 "$a" "$b") | $(ratio2 "$(tot "$f" "$dhi" post "total grad norm")" "$(tot "$f" "$dlo" post "total grad norm")") | $(ratio2 "$(tot "$f" "$dhi" post "last layer")" "$(tot "$f" "$dlo" post "last layer")") |"
+done
+fi
+
 CL="$RES/02_norm/collapse_lr.csv"
 if [[ -f "$CL" ]]; then
 cat <<EOM

@@ -77,7 +77,10 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
 
   Table layers, totals;
   layers.header = {"depth", "placement", "layer", "down_proj grad norm"};
-  totals.header = {"depth", "placement", "loss", "total grad norm", "first layer", "last layer", "last / first"};
+  totals.header = {"depth", "placement", "loss", "total grad norm", "first layer", "last layer", "last / first",
+                   "stream rms"};
+  // Target tokens of the batch: the stream RMS is averaged over them (padding excluded).
+  const auto target_mask = batch.targets.reshape({-1}) != data::kIgnore;
   for (int depth : opt.depths) {
     if (depth < 1) throw InputError(fmt::format("--depths: {} is not a positive depth", depth));
     for (const char* placement : {"post", "pre"}) {
@@ -88,7 +91,13 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
       torch::manual_seed(opt.seed);
       ModernLM model(cfg.model);
       model->train();
+      model->keep_stream = true;
       auto logits = model->forward(batch.inputs);  // (B, T, V)
+      // RMS over channels of the residual stream after the last block, mean over target tokens:
+      // pre-norm's final norm divides every layer's gradient by about this.
+      const auto stream = model->last_stream.to(torch::kFloat64);
+      const double stream_rms =
+          stream.pow(2).mean(-1).sqrt().reshape({-1}).masked_select(target_mask).mean().item<double>();
       auto loss = torch::nn::functional::cross_entropy(
           logits.reshape({-1, logits.size(-1)}), batch.targets.reshape({-1}),
           torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore));
@@ -106,7 +115,8 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
         layers.add({std::to_string(depth), placement, std::to_string(i), sci(norms.back())});
       }
       totals.add({std::to_string(depth), placement, fixed(loss.item<double>(), 4), sci(std::sqrt(total_sq)),
-                  sci(norms.front()), sci(norms.back()), fixed(norms.back() / norms.front(), 3)});
+                  sci(norms.front()), sci(norms.back()), fixed(norms.back() / norms.front(), 3),
+                  fixed(stream_rms, 3)});
     }
   }
   ProbeResult res;

@@ -86,6 +86,7 @@ torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache)
   if (cfg_.embed_scale == "sqrt_d") x = x * std::sqrt(static_cast<double>(cfg_.d_model));
   x = p.position->embed(x, start);
   for (size_t i = 0; i < p.layers.size(); ++i) x = p.layers[i]->forward(x, start, cache ? &cache->layers[i] : nullptr);
+  if (keep_stream) last_stream = x.detach();
   if (p.norm) x = p.norm->forward(x);
   if (cache) cache->length += tokens.size(1);
   return p.lm_head->forward(x);  // (B, T, V)

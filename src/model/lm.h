@@ -64,6 +64,11 @@ class ModernLMImpl : public torch::nn::Module {
   std::shared_ptr<Ffn> ffn(int64_t layer) const;
   int64_t n_layers() const;
 
+  // Probe: with keep_stream set, forward keeps the residual stream after the last block
+  // (what the final norm of a pre-norm model, or the head of a post-norm one, reads), detached.
+  bool keep_stream = false;
+  torch::Tensor last_stream;  // (B, T, C)
+
  private:
   ModelConfig cfg_;
   struct Parts;
