@@ -38,10 +38,10 @@ csv_md "$R/uptrain.csv" > "$R/uptrain.md"
 # The mean / first rows of the three source models (column source = the source model's seed).
 {
   echo "source,$(head -1 "$R/uptrain.csv")"
-  awk -F, 'NR > 1 && ($2 == "source" || $2 == "mean" || $2 == "first") { print "0," $0 }' "$R/uptrain.csv"
-  for src in 1 2; do
-    awk -F, -v s="$src" 'NR > 1 && ($2 == "source" || $2 == "mean" || $2 == "first") { print s "," $0 }' \
-      "$RUNS/uptrain-src$src/uptrain.csv"
+  for src in 0 1 2; do
+    f="$RUNS/uptrain-src$src/uptrain.csv"
+    ((src == 0)) && f="$R/uptrain.csv"
+    awk -F, -v s="$src" 'NR > 1 && ($2 == "source" || $2 == "mean" || $2 == "first") { print s "," $0 }' "$f"
   done
 } > "$R/uptrain_sources.csv"
 csv_md "$R/uptrain_sources.csv" > "$R/uptrain_sources.md"

@@ -59,6 +59,8 @@ seeds_where() {
     $1 == n && $2 ~ /^[0-9]+$/ { t++; v = $c[col] + 0; if ('"$4"') k++ }
     END { printf "%d/%d", k, t }' "$1"
 }
+# every_seed "k/n": true when all n (> 0) seeds hold.
+every_seed() { [[ "${1%/*}" == "${1#*/}" && "${1#*/}" != 0 ]]; }
 # per_seed "k/n": reproduced when every seed holds, not reproduced when none does, else
 # inconclusive (the seeds disagree).
 per_seed() {
@@ -89,7 +91,6 @@ wv() { agg "$W" "$1" mean final_val_ppl; }
 wsd() { agg "$W" "$1" std final_val_ppl; }
 N="$RES/02_norm/layernorm_vs_rmsnorm.csv"
 G="$RES/02_norm/gradnorm_totals.csv"
-ratio() { awk -F, -v d="$2" -v p="$3" '$1 == d && $2 == p { print $7 }' "$1"; }
 U="$RES/03_attention/uptrain.csv"
 up() {  # up KV INIT STEPS -> test ppl (mean over seeds)
   awk -F, -v k="$1" -v i="$2" -v s="$3" 'NR > 1 && $1 == k && $2 == i && $3 == s { t += $6; n++ } END { if (n) printf "%.4f", t / n }' "$U"
@@ -163,6 +164,8 @@ sext() {
 }
 SP="$RES/01_ffn/sparsity.csv"
 maxdead() { awk -F, -v p="$1" 'NR > 1 && $1 == p { if ($7 + 0 > m) m = $7 + 0; n++ } END { if (n) print m + 0 }' "$SP"; }
+# F4 at lr 0.01 and 0.03 (points relu-lr0.01SUFFIX ...): at most 1 dead ReLU neuron per layer, GELU 0.
+f4_high_rule() { echo "$(maxdead "relu-lr0.01$1") <= 1 && $(maxdead "relu-lr0.03$1") <= 1 && $(maxdead "gelu-lr0.01$1") == 0 && $(maxdead "gelu-lr0.03$1") == 0"; }
 GN="$RES/02_norm/gradnorm.csv"
 gtot() { awk -F, -v d="$1" -v p="$2" 'NR > 1 && $1 == d && $2 == p { s += $4 * $4 } END { printf "%.4g", sqrt(s) }' "$GN"; }
 glast() { awk -F, -v d="$1" -v p="$2" 'NR > 1 && $1 == d && $2 == p { v = $4 } END { printf "%.4g", v }' "$GN"; }
@@ -204,7 +207,7 @@ tl() { agg "$F" "$1" mean train_loss_last_epoch; }
 best_plain="$(printf '%s\n' "$(tl relu)" "$(tl gelu)" "$(tl silu)" | sort -g | head -1)"
 echo "| F2 the gated FFN has the lowest TRAIN loss (~0.2%) | direction of Shazeer's result, drowned on test | mean train loss over the last epoch: relu $(fmt "$(tl relu)" 4), gelu $(fmt "$(tl gelu)" 4), silu $(fmt "$(tl silu)" 4), swiglu $(fmt "$(tl swiglu)" 4) ($(awk -v s="$(tl swiglu)" -v b="$best_plain" 'BEGIN { if (s != "" && b != "") printf "%+.2f%% vs the best ungated", 100 * (s / b - 1) }')) | swiglu's mean (3 seeds) below each ungated FFN's | $(verdict "$(tl swiglu) < $(tl relu) && $(tl swiglu) < $(tl gelu) && $(tl swiglu) < $(tl silu)") |"
 echo "| F3 ReLU's hidden activations ~60% exact zeros, GELU/SiLU almost never | ~60% | zero fraction (mean over layers and seeds) relu $(layer_mean relu 5), gelu $(layer_mean gelu 5), silu $(layer_mean silu 5) | relu > 0.3, gelu and silu < 0.01 | $(verdict "$(layer_mean relu 5) > 0.3 && $(layer_mean gelu 5) < 0.01 && $(layer_mean silu 5) < 0.01") |"
-echo "| F4 no dead ReLU neuron at the default lr; at lr 0.01 / 0.03 at most 1 of 256 per layer; GELU 0 | 0; 0 and 0 / 0 and 1; GELU 0 | most dead neurons in one layer of one run: relu lr 3e-3 $(maxdead relu), lr 0.01 $(maxdead relu-lr0.01), lr 0.03 $(maxdead relu-lr0.03); gelu lr 3e-3 $(maxdead gelu), 0.01 $(maxdead gelu-lr0.01), 0.03 $(maxdead gelu-lr0.03) | 0 at lr 3e-3; ≤ 1 per layer at 0.01 and 0.03; GELU 0 everywhere | $(verdict "$(maxdead relu) == 0 && $(maxdead relu-lr0.01) <= 1 && $(maxdead relu-lr0.03) <= 1 && $(maxdead gelu) == 0 && $(maxdead gelu-lr0.01) == 0 && $(maxdead gelu-lr0.03) == 0") |"
+echo "| F4 no dead ReLU neuron at the default lr; at lr 0.01 / 0.03 at most 1 of 256 per layer; GELU 0 | 0; 0 and 0 / 0 and 1; GELU 0 | most dead neurons in one layer of one run: relu lr 3e-3 $(maxdead relu), lr 0.01 $(maxdead relu-lr0.01), lr 0.03 $(maxdead relu-lr0.03); gelu lr 3e-3 $(maxdead gelu), 0.01 $(maxdead gelu-lr0.01), 0.03 $(maxdead gelu-lr0.03) | 0 at lr 3e-3; ≤ 1 per layer at 0.01 and 0.03; GELU 0 everywhere | $(verdict "$(maxdead relu) == 0 && $(maxdead gelu) == 0 && $(f4_high_rule "")") |"
 ni() { awk -F, -v n="$1" -v c="$2" '$1 == n && $2 == c { print $3 }' "$RES/02_norm/norm_invariance.csv"; }
 echo "| N1 x→3x: LN and RMSNorm unchanged (~1e-5); x→x+5: LN unchanged, RMSNorm changes (~2.7) | 1e-5 / 2.7 | LN $(ni LayerNorm "N(3x) vs N(x)") / $(ni LayerNorm "N(x + 5) vs N(x)"); RMS $(ni RMSNorm "N(3x) vs N(x)") / $(ni RMSNorm "N(x + 5) vs N(x)") | < 1e-4 where invariant, > 0.1 for RMSNorm's shift | $(verdict "$(ni LayerNorm "N(3x) vs N(x)") < 1e-4 && $(ni LayerNorm "N(x + 5) vs N(x)") < 1e-4 && $(ni RMSNorm "N(3x) vs N(x)") < 1e-4 && $(ni RMSNorm "N(x + 5) vs N(x)") > 0.1") |"
 pt="$(ratio2 "$(gtot "$dhi" post)" "$(gtot "$dlo" post)")"; prt="$(ratio2 "$(gtot "$dhi" pre)" "$(gtot "$dlo" pre)")"
@@ -231,10 +234,16 @@ echo "| P2 RoPE long-range decay with q = k = ones(64), oscillating, not monoton
 tb() { awk -F, -v d="$1" '$1 == d { print $2 }' "$RES/04_position/t5_buckets.csv"; }
 echo "| P3 T5 buckets (causal, 32, max distance 128): 0–15 exact, then log-spaced, ≥ 128 → 31 | formula | distance 15 / 16 / 128 / 500 → $(tb 15) / $(tb 16) / $(tb 128) / $(tb 500) | 15 / 16 / 31 / 31 | $(verdict "$(tb 15) == 15 && $(tb 16) == 16 && $(tb 128) == 31 && $(tb 500) == 31") |"
 r0="$first_range"; rL="$last_range"
-inside="$(for p in learned sinusoidal t5_bias rope alibi; do xr $p "$r0"; done | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.4f", hi - lo }')"
-echo "| P4a trained on 64-token packed chunks (600 steps), tested at 512: inside 64 every encoding but NoPE is at the truth; NoPE worst even there | ~1.30 vs true 1.296; NoPE 1.388 | NLL at $r0: learned $(fmt "$(xr learned "$r0")"), sinusoidal $(fmt "$(xr sinusoidal "$r0")"), t5 $(fmt "$(xr t5_bias "$r0")"), rope $(fmt "$(xr rope "$r0")"), alibi $(fmt "$(xr alibi "$r0")"), none $(fmt "$(xr none "$r0")"); true $(fmt "$(xt rope "$r0")") | the five within 0.05 nats of each other; NoPE above each | $(verdict "$inside < 0.05 && $(xr none "$r0") > $(xr learned "$r0") && $(xr none "$r0") > $(xr sinusoidal "$r0") && $(xr none "$r0") > $(xr t5_bias "$r0") && $(xr none "$r0") > $(xr rope "$r0") && $(xr none "$r0") > $(xr alibi "$r0")") |"
+# P4's rules on an NLL getter GET (GET ENCODING RANGE): the spread of the five encodings other
+# than NoPE inside the first range; P4a (that spread < 0.05, NoPE above each); P4c's order.
+inside_spread() { for p in learned sinusoidal t5_bias rope alibi; do "$1" $p "$r0"; done | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.4f", hi - lo }'; }
+p4a_rule() { local g="$1" n; n="$("$1" none "$r0")"
+  echo "$(inside_spread "$g") < 0.05 && $n > $("$g" learned "$r0") && $n > $("$g" sinusoidal "$r0") && $n > $("$g" t5_bias "$r0") && $n > $("$g" rope "$r0") && $n > $("$g" alibi "$r0")"; }
+p4c_rule() { echo "$("$1" alibi "$rL") < $("$1" rope "$rL") && $("$1" rope "$rL") < $("$1" t5_bias "$rL") && $("$1" t5_bias "$rL") < $("$1" none "$rL")"; }
+inside="$(inside_spread xr)"
+echo "| P4a trained on 64-token packed chunks (600 steps), tested at 512: inside 64 every encoding but NoPE is at the truth; NoPE worst even there | ~1.30 vs true 1.296; NoPE 1.388 | NLL at $r0: learned $(fmt "$(xr learned "$r0")"), sinusoidal $(fmt "$(xr sinusoidal "$r0")"), t5 $(fmt "$(xr t5_bias "$r0")"), rope $(fmt "$(xr rope "$r0")"), alibi $(fmt "$(xr alibi "$r0")"), none $(fmt "$(xr none "$r0")"); true $(fmt "$(xt rope "$r0")") | the five within 0.05 nats of each other; NoPE above each | $(verdict "$(p4a_rule xr)") |"
 echo "| P4b learned and sinusoidal collapse past 64 | collapse | learned $(fmt "$(xr learned "$r0")") → $(fmt "$(xr learned 64-127)") at 64–127; sinusoidal $(fmt "$(xr sinusoidal "$r0")") → $(fmt "$(xr sinusoidal 64-127)") | NLL at 64–127 > NLL at $r0 + 0.5 nats, both | $(verdict "$(xr learned 64-127) > $(xr learned "$r0") + 0.5 && $(xr sinusoidal 64-127) > $(xr sinusoidal "$r0") + 0.5") |"
-echo "| P4c the relative encodings extrapolate: ALiBi best, RoPE second, T5 bias third, NoPE worst | at 256–511 ALiBi 1.276, then RoPE, T5, NoPE | NLL at $rL: alibi $(fmt "$(xr alibi "$rL")"), rope $(fmt "$(xr rope "$rL")"), t5 $(fmt "$(xr t5_bias "$rL")"), none $(fmt "$(xr none "$rL")") | alibi < rope < t5_bias < none at $rL (mean of 3 seeds) | $(verdict "$(xr alibi "$rL") < $(xr rope "$rL") && $(xr rope "$rL") < $(xr t5_bias "$rL") && $(xr t5_bias "$rL") < $(xr none "$rL")") |"
+echo "| P4c the relative encodings extrapolate: ALiBi best, RoPE second, T5 bias third, NoPE worst | at 256–511 ALiBi 1.276, then RoPE, T5, NoPE | NLL at $rL: alibi $(fmt "$(xr alibi "$rL")"), rope $(fmt "$(xr rope "$rL")"), t5 $(fmt "$(xr t5_bias "$rL")"), none $(fmt "$(xr none "$rL")") | alibi < rope < t5_bias < none at $rL (mean of 3 seeds) | $(verdict "$(p4c_rule xr)") |"
 echo "| P4d ALiBi is nearly flat; RoPE and T5 degrade gradually | ALiBi 1.297, 1.298, 1.271, 1.276 | ALiBi range of the 4 NLLs $(xspread alibi); RoPE $(fmt "$(xr rope "$r0")") → $(fmt "$(xr rope "$rL")"), T5 $(fmt "$(xr t5_bias "$r0")") → $(fmt "$(xr t5_bias "$rL")") | ALiBi spread < 0.05 nats; RoPE and T5 rise from $r0 to $rL but stay below learned at $rL | $(verdict "$(xspread alibi) < 0.05 && $(xr rope "$rL") > $(xr rope "$r0") && $(xr t5_bias "$rL") > $(xr t5_bias "$r0") && $(xr rope "$rL") < $(xr learned "$rL") && $(xr t5_bias "$rL") < $(xr learned "$rL")") |"
 layout_diff="$(awk -F, 'NR > 1 { if ($5 > m) m = $5 } END { print m + 0 }' "$RES/04_position/rope_layout.csv")"
 echo "| P5 interleaved and half-split RoPE agree after a fixed permutation | 4.8e-7 | max diff $layout_diff | < 1e-6 | $(verdict "$layout_diff < 1e-6") |"
@@ -267,7 +276,7 @@ for p in relu-lr0.01 relu-lr0.03 gelu-lr0.01 gelu-lr0.03; do
   echo "| $p, β2 0.999 | $(maxdead "$p-beta2") | $(layer_mean "$p-beta2" 5) | $(seed_values "$SB" "$p-beta2" test_ppl 3) |"
 done
 echo
-echo "F4 with β2 0.999: $(verdict "$(maxdead relu-lr0.01-beta2) <= 1 && $(maxdead relu-lr0.03-beta2) <= 1 && $(maxdead gelu-lr0.01-beta2) == 0 && $(maxdead gelu-lr0.03-beta2) == 0")."
+echo "F4 with β2 0.999: $(verdict "$(f4_high_rule -beta2)")."
 fi
 
 if [[ -f "$RES/02_norm/gradnorm_seed1_totals.csv" ]]; then
@@ -312,8 +321,7 @@ for lr in 1e-2 2e-2 4e-2; do
   c="$(seeds_where "$CL" "post-lr$lr" final_val_ppl "v > $half")"
   p="$(seeds_where "$CL" "pre-lr$lr" final_val_ppl "v < $half")"
   w="$(seeds_where "$CL" "post-lr$lr-warmup200" final_val_ppl "v < $half")"
-  all3() { [[ "${1%/*}" == "${1#*/}" && "${1#*/}" != 0 ]]; }
-  holds="no"; all3 "$c" && all3 "$p" && all3 "$w" && holds="**yes**"
+  holds="no"; every_seed "$c" && every_seed "$p" && every_seed "$w" && holds="**yes**"
   echo "| $lr | $c | $p | $w | $(seed_values "$CL" "post-lr$lr" final_val_ppl) | $(seed_values "$CL" "pre-lr$lr" final_val_ppl) | $(seed_values "$CL" "post-lr$lr-warmup200" final_val_ppl) | $holds |"
 done
 fi
@@ -326,7 +334,7 @@ fi
 XL="$RES/04_position/extrapolation_long.csv"
 if [[ -f "$XL" ]]; then
 xl() { awk -F, -v p="$1" -v r="$2" '$1 == p && $3 == r { print $5 }' "$XL"; }
-inside_l="$(for p in learned sinusoidal t5_bias rope alibi; do xl $p "$r0"; done | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.4f", hi - lo }')"
+inside_l="$(inside_spread xl)"
 cat <<EOM
 
 ## Follow-up: extrapolation at 3× the training steps (P4)
@@ -341,7 +349,7 @@ for p in learned sinusoidal t5_bias rope alibi none; do
   echo "| $p | $(fmt "$(xl $p "$r0")") | $(fmt "$(xl $p 64-127)") | $(fmt "$(xl $p 128-255)") | $(fmt "$(xl $p "$rL")") |"
 done
 echo
-echo "Inside $r0 the five encodings other than NoPE span $inside_l nats (P4a: < 0.05 and NoPE above each: $(verdict "$inside_l < 0.05 && $(xl none "$r0") > $(xl learned "$r0") && $(xl none "$r0") > $(xl sinusoidal "$r0") && $(xl none "$r0") > $(xl t5_bias "$r0") && $(xl none "$r0") > $(xl rope "$r0") && $(xl none "$r0") > $(xl alibi "$r0")")); at $rL alibi < rope < t5_bias < none: $(verdict "$(xl alibi "$rL") < $(xl rope "$rL") && $(xl rope "$rL") < $(xl t5_bias "$rL") && $(xl t5_bias "$rL") < $(xl none "$rL")") (one seed)."
+echo "Inside $r0 the five encodings other than NoPE span $inside_l nats (P4a: < 0.05 and NoPE above each: $(verdict "$(p4a_rule xl)")); at $rL alibi < rope < t5_bias < none: $(verdict "$(p4c_rule xl)") (one seed)."
 fi
 
 US="$RES/03_attention/uptrain_sources.csv"

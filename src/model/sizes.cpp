@@ -67,19 +67,22 @@ void require_vocab(const ModelConfig& cfg) {
 
 }  // namespace
 
+namespace {
+[[noreturn]] void size_overflow(int64_t a, const char* op, int64_t b) {
+  throw InputError(fmt::format("size {} {} {} does not fit in a 64-bit integer", a, op, b),
+                   "the config's dimensions are too large to count: reduce them");
+}
+}  // namespace
+
 int64_t size_mul(int64_t a, int64_t b) {
   int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r))
-    throw InputError(fmt::format("size {} x {} does not fit in a 64-bit integer", a, b),
-                     "the config's dimensions are too large to count: reduce them");
+  if (__builtin_mul_overflow(a, b, &r)) size_overflow(a, "x", b);
   return r;
 }
 
 int64_t size_add(int64_t a, int64_t b) {
   int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r))
-    throw InputError(fmt::format("size {} + {} does not fit in a 64-bit integer", a, b),
-                     "the config's dimensions are too large to count: reduce them");
+  if (__builtin_add_overflow(a, b, &r)) size_overflow(a, "+", b);
   return r;
 }
 
