@@ -33,6 +33,7 @@ done
 # Build (or rebuild after source changes) through the launcher, unless LMX names a binary.
 [[ -n "${LMX:-}" ]] || "$root/lmx" --version > /dev/null
 has_peer() { [[ " $peers " == *" $1 "* ]]; }
+[[ "$llmc_runs" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --llmc-runs '$llmc_runs' is not a positive integer (e.g. --llmc-runs 5)" >&2; exit 2; }
 for p in $peers; do
   [[ "$p" == eager || "$p" == llmc ]] || { echo "bench.sh: --peers: unknown peer '$p' (valid: eager, llmc)" >&2; exit 2; }
 done
