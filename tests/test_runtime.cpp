@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <string>
 
+#include <ATen/Context.h>
+#include <torch/torch.h>
+
 #include "util/runtime.h"
 
 using namespace lmx;
@@ -77,4 +80,32 @@ TEST_CASE("BLAS note: only when an AVX-512 CPU runs older kernels (pinned, or Op
   b.core_env = "SkylakeX";
   b.core = "SkylakeX";  // pinned, but to AVX-512 kernels
   CHECK(b.core_note().empty());
+}
+
+TEST_CASE("denormals: flushed to zero by default, kept with LMX_KEEP_DENORMALS=1", "[runtime]") {
+  // 1e-20 * 1e-20 = 1e-40 is subnormal in fp32 (the smallest normal is 1.18e-38): IEEE keeps it,
+  // FTZ/DAZ make it 0. Checked on a scalar and on a LibTorch element-wise op.
+  auto product = [] {
+    volatile float a = 1e-20f, b = 1e-20f;
+    return a * b;
+  };
+  auto tensor_product = [] { return (torch::full({8}, 1e-20f) * torch::full({8}, 1e-20f)).abs().sum().item<float>(); };
+  {
+    EnvVar keep("LMX_KEEP_DENORMALS", nullptr);
+    if (!runtime::flush_denormals()) {
+      WARN("this CPU cannot flush denormals (not x86 SSE3): nothing to check");
+      return;
+    }
+    CHECK(runtime::denormals_flushed());
+    CHECK(product() == 0.0f);
+    CHECK(tensor_product() == 0.0f);
+  }
+  {
+    EnvVar keep("LMX_KEEP_DENORMALS", "1");
+    at::globalContext().setFlushDenormal(false);  // the process's state before any flush_denormals()
+    CHECK_FALSE(runtime::flush_denormals());
+    CHECK_FALSE(runtime::denormals_flushed());
+    CHECK(product() == Approx(1e-40f).epsilon(1e-2));
+    CHECK(tensor_product() == Approx(8e-40f).epsilon(1e-2));
+  }
 }

@@ -37,6 +37,9 @@ void print_version() {
             << (blas.core_note().empty() ? "" : fmt::format("note: {}\n", blas.core_note()))
             << fmt::format("threads {} (LibTorch {}, OpenBLAS {})\n", lmx::runtime::threads(),
                            lmx::runtime::torch_threads(), lmx::runtime::blas_threads())
+            << fmt::format("denormals {}\n", lmx::runtime::denormals_flushed()
+                                                  ? "flushed to zero (FTZ/DAZ; LMX_KEEP_DENORMALS=1 keeps them)"
+                                                  : "kept (IEEE gradual underflow)")
             << fmt::format("CUDA {}\n", lmx::runtime::cuda_available() ? "available" : "not available")
             << fmt::format("data-parallel backends {}\n",
                            backends.empty() ? "none" : fmt::format("{}", fmt::join(backends, ", ")));
@@ -73,6 +76,7 @@ int error_exit(const lmx::Error& e) {
 int main(int argc, char** argv) {
   using namespace lmx;
   runtime::tune_allocator();
+  runtime::flush_denormals();
   signals::install_early();  // SIGTERM before the job starts exits 130, as SIGINT does
   CLI::App app{"lmx: train, evaluate and ablate small Transformer LMs on CPU or CUDA"};
   app.footer(components_footer());

@@ -4,6 +4,7 @@
 #include <malloc.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
 #include <sched.h>
@@ -151,6 +152,18 @@ void tune_allocator() {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
 #endif
 }
+
+namespace {
+bool g_flushed = false;
+}
+
+bool flush_denormals() {
+  const char* keep = std::getenv("LMX_KEEP_DENORMALS");
+  if (keep && std::string(keep) == "1") return g_flushed = false;
+  return g_flushed = at::globalContext().setFlushDenormal(true);
+}
+
+bool denormals_flushed() { return g_flushed; }
 
 bool cuda_available() { return torch::cuda::is_available(); }
 
