@@ -9,14 +9,14 @@ lecture_init 01_ffn "$@"
 probe activations activations
 probe ffn-params ffn_params
 
-"$LMX" -q data stats "$ROOT/configs/textbook.yaml" "${TINY[@]}" > "$R/world.txt"
+slot "$LMX" -q data stats "$ROOT/configs/textbook.yaml" "${TINY[@]}" > "$R/world.txt"
 sweep 01_ffn.yaml ffn ffn_training
 # Where the textbook model (the relu point) is off the truth: training split vs test split.
 echo "seed,split,ppl,true_ppl,above_truth_pct" > "$R/textbook_gap.csv"
 for run in "$RUNS"/ffn/runs/*/seed*; do
   [[ "$(run_point "$run")" == relu ]] || continue
   for split in train test; do
-    "$LMX" -q --threads 1 eval "$run/model.safetensors" --split "$split" --csv "$RUNS/gap.tmp.csv" > /dev/null
+    slot "$LMX" -q --threads 1 eval "$run/model.safetensors" --split "$split" --csv "$RUNS/gap.tmp.csv" > /dev/null
     awk -F, -v s="${run##*/seed}" -v sp="$split" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
       NR == 2 { printf "%s,%s,%.4f,%.4f,%.2f\n", s, sp, $c["ppl"], $c["true_ppl"], 100 * ($c["ppl"] / $c["true_ppl"] - 1) }' \
       "$RUNS/gap.tmp.csv" >> "$R/textbook_gap.csv"
@@ -33,7 +33,7 @@ for run in "$RUNS"/ffn/runs/*/seed* "$RUNS"/sparsity_lr/runs/*/seed* "$RUNS"/spa
   point="$(run_point "$run")"
   seed="${run##*/seed}"
   lr="$(awk '/^  lr:/ {print $2}' "$run/config.yaml")"
-  "$LMX" -q --threads 1 probe sparsity "$run/model.safetensors" --csv "$RUNS/sparsity.tmp.csv" > /dev/null
+  slot "$LMX" -q --threads 1 probe sparsity "$run/model.safetensors" --csv "$RUNS/sparsity.tmp.csv" > /dev/null
   awk -F, -v p="$point" -v lr="$lr" -v s="$seed" 'NR > 1 { print p "," lr "," s "," $1 "," $2 "," $5 "," $6 "," $7 }' \
     "$RUNS/sparsity.tmp.csv" >> "$R/sparsity.csv"
 done

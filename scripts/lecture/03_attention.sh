@@ -17,8 +17,8 @@ probe mla mla
 # seeds 1 and 2 repeat the mean / first comparison (A4b, A4c) on two more source models.
 train=(-q --threads 1 train "$ROOT/configs/textbook.yaml")
 ((QUICK)) && train+=(--set train.steps=30 --set train.eval_every=0 "${TINY[@]}")
-in_parallel "$LMX" "${train[@]}" --seeds 0 --out "$RUNS/mha" > /dev/null
-in_parallel "$LMX" "${train[@]}" --seeds 1,2 --out "$RUNS/mha-more" > /dev/null
+in_parallel slot "$LMX" "${train[@]}" --seeds 0 --out "$RUNS/mha" > /dev/null
+in_parallel slot "$LMX" "${train[@]}" --seeds 1,2 --out "$RUNS/mha-more" > /dev/null
 wait_all
 # uptrain_pair KV SRC: seed 0's full uptrain to KV heads, then source SRC's mean / first comparison
 # (both KV-head counts, no from-scratch runs); two of these run side by side with --jobs > 1.
@@ -30,8 +30,8 @@ uptrain_pair() {
   "$LMX" -q --threads 1 uptrain "$RUNS/mha-more/seed$src/model.safetensors" --kv-heads 2,1 --init mean,first \
     --no-scratch "${quick[@]}" --out "$RUNS/uptrain-src$src" > /dev/null
 }
-in_parallel uptrain_pair 2 1
-in_parallel uptrain_pair 1 2
+in_parallel slot uptrain_pair 2 1
+in_parallel slot uptrain_pair 1 2
 wait_all
 { cat "$RUNS/uptrain-kv2/uptrain.csv"; tail -n +3 "$RUNS/uptrain-kv1/uptrain.csv"; } > "$R/uptrain.csv"
 csv_md "$R/uptrain.csv" > "$R/uptrain.md"

@@ -8,6 +8,22 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 04_position "$@"
 
+# Length extrapolation: one lmx process per seed, side by side with --jobs > 1; the longest
+# (the follow-up: seed 0 at 3x the steps, does the spread inside 64 close with more training?) first:
+# they start before the probes (the longest work of the lecture starts first under all.sh).
+steps=600 test_len=512 seeds="0 1 2"
+((QUICK)) && steps=20 test_len=128 seeds="0"
+long=(-q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" --train-len 64 --test-len "$test_len"
+      --steps $((3 * steps)) --seeds 0 "${TINY[@]}")
+((QUICK)) && long+=(--set train.eval_every=0)
+in_parallel slot "$LMX" "${long[@]}" --out "$RUNS/extrapolate-long" > /dev/null
+for seed in $seeds; do
+  args=(-q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" --train-len 64 --test-len "$test_len"
+        --steps "$steps" --seeds "$seed" "${TINY[@]}")
+  ((QUICK)) && args+=(--set train.eval_every=0)
+  in_parallel slot "$LMX" "${args[@]}" --out "$RUNS/extrapolate-s$seed" > /dev/null
+done
+
 probe rope-relative rope_relative
 probe rope-decay rope_decay
 probe t5-buckets t5_buckets
@@ -21,21 +37,7 @@ set logscale x
 plot '$R/rope_decay.csv' every ::1 using (\$1 > 0 ? \$1 : 0.5):2 with linespoints lw 2 title 'RoPE score'
 EOP
 
-# Length extrapolation: one lmx process per seed, side by side with --jobs > 1.
-steps=600 test_len=512 seeds="0 1 2"
-((QUICK)) && steps=20 test_len=128 seeds="0"
-for seed in $seeds; do
-  args=(-q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" --train-len 64 --test-len "$test_len"
-        --steps "$steps" --seeds "$seed" "${TINY[@]}")
-  ((QUICK)) && args+=(--set train.eval_every=0)
-  in_parallel "$LMX" "${args[@]}" --out "$RUNS/extrapolate-s$seed" > /dev/null
-done
-# Follow-up: seed 0 at 3x the steps (does the spread inside 64 close with more training?).
-long=(-q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" --train-len 64 --test-len "$test_len"
-      --steps $((3 * steps)) --seeds 0 "${TINY[@]}")
-((QUICK)) && long+=(--set train.eval_every=0)
-in_parallel "$LMX" "${long[@]}" --out "$RUNS/extrapolate-long" > /dev/null
-wait_all
+wait_all  # the extrapolation runs, started first
 cp "$RUNS/extrapolate-long/by_position.csv" "$R/extrapolation_long.csv"
 csv_md "$R/extrapolation_long.csv" > "$R/extrapolation_long.md"
 first=1

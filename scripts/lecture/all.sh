@@ -1,19 +1,84 @@
 #!/usr/bin/env bash
-# Every lecture table: runs the five section scripts in order, then regenerates
-# docs/RESULTS.md from results/ (full mode only).
-#   scripts/lecture/all.sh [--quick] [--jobs N] [--out DIR]
+# Every lecture table: runs the five section scripts, then regenerates docs/RESULTS.md from
+# results/ (full mode only).
+#   scripts/lecture/all.sh [--quick] [--jobs N] [--out DIR] [--sequential]
+# The sections run at once and share --jobs job slots (default: the number of cores): a named
+# pipe holding one byte per free slot (LMX_JOBSERVER), from which every sweep run, probe and
+# training command takes a slot while it computes. No core waits at the end of one section
+# for the next, and the section with the longest single runs (04, length extrapolation)
+# starts first. --sequential runs the sections one after another, each with --jobs N of its
+# own (the scheduling before; for timing the two).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
 SECONDS=0
-for s in 01_ffn 02_norm 03_attention 04_position 05_recipe; do
-  "$here/$s.sh" "$@"
-done
-# The report reads the tables where the sections wrote them (--out DIR, default results/).
-quick=0 prev="" res=()
+# Longest work first: 04 (the 3x-steps extrapolation is one ~10-minute process), 02, 01, 05, 03.
+sections=(04_position 02_norm 01_ffn 05_recipe 03_attention)
+quick=0 sequential=0 jobs="$(nproc)" prev="" res=() args=()
 for a in "$@"; do
-  [[ "$a" == --quick ]] && quick=1
+  case "$a" in
+    --sequential) sequential=1; prev="$a"; continue ;;
+    --quick) quick=1 ;;
+  esac
   [[ "$prev" == --out ]] && res=(--results "$a")
+  [[ "$prev" == --jobs ]] && jobs="$a"
+  args+=("$a")
   prev="$a"
 done
+if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
+  echo "all.sh: --jobs must be a positive integer, got '$jobs'" >&2
+  exit 2
+fi
+
+if ((sequential)); then
+  for s in 01_ffn 02_norm 03_attention 04_position 05_recipe; do
+    "$here/$s.sh" "${args[@]}"
+  done
+else
+  # Build (or rebuild) once, here: the sections then use the binary as it is.
+  if [[ -z "${LMX_BIN:-}" ]]; then
+    "$root/lmx" --version > /dev/null
+    export LMX_BIN="$root/build/lmx"
+  fi
+  slots_dir="$(mktemp -d "${TMPDIR:-/tmp}/lmx-lecture.XXXXXX")"
+  pids=()
+  cleanup() {
+    if ((${#pids[@]})); then kill "${pids[@]}" 2> /dev/null || true; fi
+    rm -rf "$slots_dir"
+  }
+  trap cleanup EXIT
+  trap 'exit 130' INT TERM
+  export LMX_JOBSERVER="$slots_dir/slots"
+  mkfifo "$LMX_JOBSERVER"
+  exec {slots}<> "$LMX_JOBSERVER"  # held open to the end: the pipe keeps its bytes
+  printf '+%.0s' $(seq "$jobs") >&"$slots"
+  for s in "${sections[@]}"; do
+    "$here/$s.sh" "${args[@]}" &
+    pids+=($!)
+    sleep 0.2  # the sections ask for their first slots in this order
+  done
+  failed=()
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || failed+=("${sections[$i]}")
+  done
+  pids=()
+  if ((${#failed[@]})); then
+    echo "all.sh: section(s) failed: ${failed[*]} (their output is above; the others finished)" >&2
+    exit 1
+  fi
+fi
+# The report reads the tables where the sections wrote them (--out DIR, default results/).
 ((quick)) || "$here/report.sh" "${res[@]}"
+out_root="$root/results"
+((quick)) && out_root="$root/runs/lecture-quick/results"
+[[ ${#res[@]} -gt 0 ]] && out_root="${res[1]}"
+mkdir -p "$out_root"
+{
+  echo "all sections: ${SECONDS} s"
+  echo "mode: $( ((quick)) && echo quick || echo full)"
+  echo "jobs: $jobs"
+  echo "scheduler: $( ((sequential)) && echo "sections one after another" || echo "sections at once, $jobs shared slots")"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "blas: $("${LMX_BIN:-$root/build/lmx}" --version | sed -n 's/^BLAS kernels //p')"
+} > "$out_root/wall_time.txt"
 echo "== all sections done in ${SECONDS}s" >&2

@@ -59,6 +59,8 @@ lecture_done() {
     echo "mode: $( ((QUICK)) && echo quick || echo full)"
     echo "wall_s: $SECONDS"
     echo "jobs: $JOBS"
+    # all.sh runs the sections at once, sharing --jobs slots (the wall time overlaps theirs).
+    echo "scheduler: $([[ -n "${LMX_JOBSERVER:-}" ]] && echo "all sections at once, $JOBS shared slots (all.sh)" || echo "this section alone")"
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
     echo "blas: $("$LMX" --version | sed -n 's/^BLAS kernels //p')"
@@ -71,6 +73,20 @@ lecture_done() {
     echo "commit: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet HEAD -- . ':!results' ':!docs/RESULTS.md' 2>/dev/null || echo +dirty)"
   } > "$R/wall_time.txt"
   echo "== $SECTION done in ${SECONDS}s" >&2
+}
+
+# slot CMD...: runs CMD holding one of the job slots that all.sh shares among the sections it
+# runs at once (LMX_JOBSERVER: a named pipe with one byte per free slot; lmx sweep and ablate
+# take their slots from it themselves). Without LMX_JOBSERVER it just runs CMD.
+slot() {
+  [[ -n "${LMX_JOBSERVER:-}" ]] || { "$@"; return; }
+  local fd token rc=0
+  exec {fd}<> "$LMX_JOBSERVER"
+  read -r -n 1 -u "$fd" token  # blocks until a slot is free
+  "$@" || rc=$?
+  printf '%s' "$token" >&"$fd"
+  exec {fd}>&-
+  return "$rc"
 }
 
 # in_parallel CMD...: runs CMD in the background when --jobs > 1 (else now); wait_all waits
@@ -95,7 +111,7 @@ wait_all() {
 probe() {
   local name="$1" stem="$2"
   shift 2
-  "$LMX" -q --threads 1 probe "$name" "$@" --csv "$R/$stem.csv" > "$R/$stem.md"
+  slot "$LMX" -q --threads 1 probe "$name" "$@" --csv "$R/$stem.csv" > "$R/$stem.md"
 }
 
 # sweep SPEC DIR NAME: runs an experiment spec into $RUNS/DIR and keeps its summary as

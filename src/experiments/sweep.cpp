@@ -15,12 +15,14 @@
 #include <sstream>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "config/fields.h"
 #include "train/summary.h"
 #include "util/error.h"
+#include "util/jobserver.h"
 #include "util/log.h"
 #include "util/runtime.h"
 #include "util/signals.h"
@@ -285,11 +287,13 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
     for (auto& row : t.rows) row[0] = r.name;
     collected[&r - runs.data()] = std::move(t);
   };
+  // LMX_JOBSERVER: every run also holds one of the slots shared with other processes.
+  std::optional<Jobserver> slots = Jobserver::from_env();
+  if (slots) log::info("sweep", "sharing job slots through LMX_JOBSERVER={}", slots->path());
   while (done < runs.size()) {
     while (static_cast<int>(running.size()) < jobs && next < runs.size() && !signals::interrupted()) {
       const Run& r = runs[next];
       std::vector<std::string> args = {"-q", "--threads", std::to_string(threads), "train"};
-      bool append_log = false;
       if (opt.resume) {
         Table kept;
         if (finished(r.dir, kept)) {
@@ -301,6 +305,10 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
           ++next;
           continue;
         }
+      }
+      if (slots && !slots->try_acquire()) break;  // no shared slot free now
+      bool append_log = false;
+      if (opt.resume) {
         if (fs::exists(fs::path(r.dir) / "train.json")) {
           args.insert(args.end(), {"--resume", r.dir});
           append_log = true;
@@ -315,9 +323,20 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
       log::debug("sweep", "started {} seed {}{}", r.name, r.seed, append_log ? " (resume)" : "");
       ++next;
     }
-    if (running.empty()) break;  // interrupted before starting the rest
+    const bool want_slot = slots && next < runs.size() && static_cast<int>(running.size()) < jobs &&
+                           !signals::interrupted();
+    if (running.empty()) {
+      if (!want_slot) break;  // interrupted before starting the rest
+      slots->wait(-1);        // nothing of ours runs: until another process frees a slot
+      continue;
+    }
     int wstatus = 0;
-    const pid_t pid = waitpid(-1, &wstatus, 0);
+    // Waiting for a shared slot too: poll both (a run ends, or another process frees a slot).
+    const pid_t pid = waitpid(-1, &wstatus, want_slot ? WNOHANG : 0);
+    if (pid == 0) {
+      slots->wait(200);
+      continue;
+    }
     if (pid < 0) {
       if (errno == EINTR) continue;
       throw RuntimeError(fmt::format("waiting for sweep runs: {}", std::strerror(errno)));
@@ -325,6 +344,7 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
     auto it = running.find(pid);
     if (it == running.end()) continue;
     signals::remove_child(pid);
+    if (slots) slots->release();
     const size_t i = it->second;
     running.erase(it);
     ++done;
