@@ -17,16 +17,13 @@
 #include "train/trainer.h"
 #include "util/csv.h"
 #include "util/error.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/runtime.h"
 
 namespace lmx::cli {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Best-of-reps GFLOP/s of an n×n by n×n float32 matmul (2n³ FLOPs) at the current threads.
 double matmul_peak_gflops(int64_t n, int reps) {

@@ -56,12 +56,6 @@ Sized load_sized(const std::string& path, const std::vector<std::string>& sets) 
   return s;
 }
 
-std::string attention_kind(const ModelConfig& m) {
-  if (m.attention == "mla") return "MLA";
-  if (m.kv_heads() == m.n_heads) return "MHA";
-  return m.kv_heads() == 1 ? "MQA" : "GQA";
-}
-
 std::string model_line(const ModelConfig& m, bool vocab_from_data) {
   std::string attn = m.attention == "mla"
                          ? fmt::format("mla (latent {}, query latent {}, rope {})", m.mla_kv_rank,
@@ -74,13 +68,13 @@ std::string model_line(const ModelConfig& m, bool vocab_from_data) {
                      m.bias ? "on" : "off", m.tie_embeddings ? "tied" : "untied");
 }
 
-struct Row {
+struct ParamRow {
   std::string component;
   int64_t per_layer;  // -1: not a per-layer component
   int64_t count;
 };
 
-std::vector<Row> param_rows(const ParamCounts& p) {
+std::vector<ParamRow> param_rows(const ParamCounts& p) {
   const int64_t L = p.n_layers;
   return {{"token embeddings", -1, p.embedding},
           {"positions", -1, p.position},

@@ -37,8 +37,6 @@ namespace lmx::cli {
 
 namespace {
 
-std::string num(double v, int d = 4) { return std::isnan(v) ? "" : fmt::format("{:.{}f}", v, d); }
-
 // train.json in a train output directory: what `lmx train --resume` needs to continue it.
 struct TrainInvocation {
   Config config;  // as loaded (vocab_size may be auto)
@@ -298,14 +296,14 @@ void add_train_commands(CLI::App& app, Globals& g) {
       t.header = {"split", "layout", "tokens", "loss", "ppl", "true_nll", "true_ppl", "far_pronoun_acc",
                   "far_sites", "near_pronoun_acc", "near_sites"};
       t.add({ea->split, opt.layout == data::Layout::Packed ? "packed" : "doc", std::to_string(r.tokens),
-             num(r.loss), num(r.ppl), num(r.true_nll), num(r.true_ppl), num(r.far_acc), std::to_string(r.far_sites),
-             num(r.near_acc), std::to_string(r.near_sites)});
+             csv_num(r.loss), csv_num(r.ppl), csv_num(r.true_nll), csv_num(r.true_ppl), csv_num(r.far_acc), std::to_string(r.far_sites),
+             csv_num(r.near_acc), std::to_string(r.near_sites)});
       std::cout << t.markdown();
       Table pos;
       pos.header = {"positions", "tokens", "nll", "true_nll"};
       for (const auto& range : r.ranges)
         pos.add({fmt::format("{}-{}", range.lo, range.hi < 0 ? std::string("end") : std::to_string(range.hi - 1)),
-                 std::to_string(range.tokens), num(range.nll), num(range.true_nll)});
+                 std::to_string(range.tokens), csv_num(range.nll), csv_num(range.true_nll)});
       if (!r.ranges.empty()) std::cout << "\n" << pos.markdown();
       if (!ea->csv.empty()) write_file_atomic(ea->csv, t.csv() + (r.ranges.empty() ? "" : "\n" + pos.csv()));
       return 0;

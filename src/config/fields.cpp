@@ -293,6 +293,11 @@ YAML::Node load_single_document(const std::string& text, const std::string& sour
   return YAML::Load(text);
 }
 
+std::string yaml_at(const std::string& file, const YAML::Node& node) {
+  const auto m = node.Mark();
+  return m.is_null() ? file : fmt::format("{}:{}:{}", file, m.line + 1, m.column + 1);
+}
+
 bool is_path_key(const std::string& key) { return key == "data.grammar" || key == "data.text_path"; }
 
 std::string resolve_path(const std::string& value, const std::string& base_dir) {

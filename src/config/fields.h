@@ -48,6 +48,9 @@ std::string resolve_path(const std::string& value, const std::string& base_dir);
 // malformed input, so documents are counted by a parser stopped after the second.
 YAML::Node load_single_document(const std::string& text, const std::string& source);
 
+// Where a node is, for error messages: "file:line:column" (just "file" when the node has no mark).
+std::string yaml_at(const std::string& file, const YAML::Node& node);
+
 // YAML integer text in strict decimal: "010" (octal 8 to yaml-cpp), "0x1F", "+5" and "1_000" are
 // ambiguous or surprising and return nullopt, as does anything that is not an integer or does
 // not fit int64.

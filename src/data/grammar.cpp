@@ -20,12 +20,6 @@ namespace lmx::data {
 
 namespace {
 
-std::string at(const std::string& source, const YAML::Node& node) {
-  const auto m = node.Mark();
-  if (m.line < 0) return source;
-  return fmt::format("{}:{}:{}", source, m.line + 1, m.column + 1);
-}
-
 [[noreturn]] void fail(const std::string& where, const std::string& message) {
   throw InputError(fmt::format("{}: {}", where, message),
                    "the grammar format is described at the top of data/garden.yaml");
@@ -117,7 +111,7 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
     auto key = kv.first.as<std::string>();
     if (std::find(top_keys.begin(), top_keys.end(), key) == top_keys.end()) {
       auto near = closest(key, top_keys);
-      fail(at(source, kv.first), fmt::format("unknown key '{}'{}; valid: {}", key,
+      fail(yaml_at(source, kv.first), fmt::format("unknown key '{}'{}; valid: {}", key,
                                              near.empty() ? "" : " (did you mean '" + near + "'?)", join(top_keys)));
     }
   }
@@ -129,12 +123,12 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
 
   // Slots: name -> {gender: word}; every slot has the same genders.
   const YAML::Node slots = root["slots"];
-  if (!slots.IsMap() || slots.size() == 0) fail(at(source, slots), "slots: expected a mapping slot -> {gender: word}");
+  if (!slots.IsMap() || slots.size() == 0) fail(yaml_at(source, slots), "slots: expected a mapping slot -> {gender: word}");
   std::set<std::string> words;
   std::vector<std::vector<std::string>> form_words;
   for (const auto& kv : slots) {
     auto name = kv.first.as<std::string>();
-    const std::string where = at(source, kv.second) + ": slots." + name;
+    const std::string where = yaml_at(source, kv.second) + ": slots." + name;
     if (!kv.second.IsMap() || kv.second.size() == 0) fail(where, "expected a mapping gender -> word");
     auto genders = keys_of(kv.second);
     if (g.genders.empty()) g.genders = genders;
@@ -153,16 +147,16 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
 
   // Rules: names first, so that choices can refer to rules defined later.
   const YAML::Node rules = root["rules"];
-  if (!rules.IsMap() || rules.size() == 0) fail(at(source, rules), "rules: expected a mapping Name -> list of choices");
+  if (!rules.IsMap() || rules.size() == 0) fail(yaml_at(source, rules), "rules: expected a mapping Name -> list of choices");
   std::vector<std::string> names = keys_of(rules);
   std::map<std::string, int> rule_index;
   if (names.size() > kMaxRules)
-    fail(at(source, rules), fmt::format("{} rules, more than the {} allowed", names.size(), kMaxRules));
+    fail(yaml_at(source, rules), fmt::format("{} rules, more than the {} allowed", names.size(), kMaxRules));
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i].empty() || !std::isupper(static_cast<unsigned char>(names[i][0])))
-      fail(at(source, rules) + ": rules." + names[i], "rule names start with a capital letter");
+      fail(yaml_at(source, rules) + ": rules." + names[i], "rule names start with a capital letter");
     if (!rule_index.emplace(names[i], static_cast<int>(i)).second)
-      fail(at(source, rules) + ": rules." + names[i], "the rule is defined twice");
+      fail(yaml_at(source, rules) + ": rules." + names[i], "the rule is defined twice");
   }
 
   std::vector<std::vector<RawChoice>> raw(names.size());
@@ -171,10 +165,10 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
   for (const auto& kv : rules) {
     const std::string rule_key = "rules." + names[r];
     if (!kv.second.IsSequence() || kv.second.size() == 0)
-      fail(at(source, kv.second) + ": " + rule_key, "expected a list of choices \"<weight> <symbols...>\"");
+      fail(yaml_at(source, kv.second) + ": " + rule_key, "expected a list of choices \"<weight> <symbols...>\"");
     for (size_t c = 0; c < kv.second.size(); ++c) {
       const YAML::Node node = kv.second[c];
-      const std::string where = fmt::format("{}: {}[{}]", at(source, node), rule_key, c);
+      const std::string where = fmt::format("{}: {}[{}]", yaml_at(source, node), rule_key, c);
       if (!node.IsScalar()) fail(where, "a choice is one string \"<weight> <symbols...>\"");
       std::istringstream in(node.Scalar());
       std::string tok;
@@ -226,7 +220,7 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
 
   const YAML::Node start = root["start"];
   if (!start.IsScalar() || !rule_index.count(start.Scalar()))
-    fail(at(source, start) + ": start", fmt::format("'{}' is not a rule", start.IsScalar() ? start.Scalar() : ""));
+    fail(yaml_at(source, start) + ": start", fmt::format("'{}' is not a rule", start.IsScalar() ? start.Scalar() : ""));
   g.start = rule_index[start.Scalar()];
 
   if (auto cycle = find_cycle(edges, names); !cycle.empty())

@@ -72,4 +72,8 @@ std::string fixed(double v, int decimals) { return fmt::format("{:.{}f}", v, dec
 
 std::string sci(double v) { return fmt::format("{:.3e}", v); }
 
+double max_abs(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
 }  // namespace lmx::experiments

@@ -9,6 +9,8 @@
 // Every number comes from the model's own code (activation functions, norms, RoPE, the T5
 // bucket function, sizes.h); closed-form references are computed next to them, not typed in.
 #pragma once
+#include <ATen/core/Tensor.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -74,5 +76,7 @@ ProbeResult probe_t5_buckets(const ProbeOptions& opt);
 Config load_probe_config(const std::string& path);
 std::string fixed(double v, int decimals = 6);  // "-0.169971"
 std::string sci(double v);                      // "1.234e-07"
+// The largest |a - b|, computed in float64.
+double max_abs(const at::Tensor& a, const at::Tensor& b);
 
 }  // namespace lmx::experiments

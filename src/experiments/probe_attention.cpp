@@ -19,16 +19,6 @@ namespace lmx::experiments {
 
 namespace {
 
-double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
-
-std::string attention_kind(const ModelConfig& m) {
-  if (m.attention == "mla") return "MLA";
-  if (m.kv_heads() == m.n_heads) return "MHA";
-  return m.kv_heads() == 1 ? "MQA" : "GQA";
-}
-
 // The same model as MHA: every query head with its own K and V of width head_dim.
 int64_t mha_per_token_per_layer(const ModelConfig& m) { return 2LL * m.n_heads * m.dim_head(); }
 

@@ -17,10 +17,6 @@ namespace lmx::experiments {
 
 namespace {
 
-double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
-
 }  // namespace
 
 ProbeResult probe_norm_invariance(const ProbeOptions& opt) {

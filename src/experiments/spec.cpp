@@ -20,13 +20,8 @@ namespace lmx {
 
 namespace {
 
-std::string at(const std::string& file, const YAML::Node& n) {
-  const auto m = n.Mark();
-  return m.is_null() ? file : fmt::format("{}:{}:{}", file, m.line + 1, m.column + 1);
-}
-
 std::string scalar(const std::string& file, const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) throw InputError(fmt::format("{}: {} expects a value, not a list or mapping", at(file, n), key));
+  if (!n.IsScalar()) throw InputError(fmt::format("{}: {} expects a value, not a list or mapping", yaml_at(file, n), key));
   return n.Scalar();
 }
 
@@ -41,7 +36,7 @@ std::vector<std::string> unique_keys(const std::string& file, const YAML::Node& 
   for (const auto& kv : map) {
     const std::string key = scalar(file, kv.first, what);
     if (std::find(keys.begin(), keys.end(), key) != keys.end())
-      throw InputError(fmt::format("{}: '{}' is given twice", at(file, kv.first), key), "give each key once");
+      throw InputError(fmt::format("{}: '{}' is given twice", yaml_at(file, kv.first), key), "give each key once");
     keys.push_back(key);
   }
   return keys;
@@ -51,7 +46,7 @@ std::vector<std::string> unique_keys(const std::string& file, const YAML::Node& 
 std::vector<std::string> overrides(const std::string& file, const YAML::Node& n, const std::string& what) {
   std::vector<std::string> out;
   if (!n || n.IsNull()) return out;
-  if (!n.IsMap()) throw InputError(fmt::format("{}: {} expects a mapping of section.key: value", at(file, n), what));
+  if (!n.IsMap()) throw InputError(fmt::format("{}: {} expects a mapping of section.key: value", yaml_at(file, n), what));
   unique_keys(file, n, "a key");
   for (const auto& kv : n) {
     const std::string key = scalar(file, kv.first, "a key");
@@ -97,23 +92,23 @@ ExperimentSpec load_spec_body(const std::string& path) {
     const std::string key = scalar(path, kv.first, "a key");
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       std::string near = closest(key, keys);
-      throw InputError(fmt::format("{}: unknown key '{}'{}; valid: {}", at(path, kv.first), key,
+      throw InputError(fmt::format("{}: unknown key '{}'{}; valid: {}", yaml_at(path, kv.first), key,
                                    near.empty() ? "" : " (did you mean '" + near + "'?)", join(keys)));
     }
   }
   if (root["kind"]) spec.kind = scalar(path, root["kind"], "kind");
-  if (spec.kind != "train") throw InputError(fmt::format("{}: kind '{}' is not a sweep job; valid: train", at(path, root["kind"]), spec.kind));
+  if (spec.kind != "train") throw InputError(fmt::format("{}: kind '{}' is not a sweep job; valid: train", yaml_at(path, root["kind"]), spec.kind));
   if (!root["base"]) throw InputError(fmt::format("{}: missing key 'base' (the config every point starts from)", path));
   spec.base = (fs::path(path).parent_path() / scalar(path, root["base"], "base")).lexically_normal().string();
   if (auto s = root["seeds"]) {
-    if (!s.IsSequence() || s.size() == 0) throw InputError(fmt::format("{}: seeds expects a non-empty list, e.g. [0, 1]", at(path, s)));
+    if (!s.IsSequence() || s.size() == 0) throw InputError(fmt::format("{}: seeds expects a non-empty list, e.g. [0, 1]", yaml_at(path, s)));
     spec.seeds.clear();
     for (const auto& v : s) {
       const auto x = v.IsScalar() ? strict_integer(v.Scalar()) : std::nullopt;
       if (!x || *x < 0)
-        throw InputError(fmt::format("{}: seeds: expects non-negative decimal integers (no leading zeros)", at(path, v)));
+        throw InputError(fmt::format("{}: seeds: expects non-negative decimal integers (no leading zeros)", yaml_at(path, v)));
       if (std::find(spec.seeds.begin(), spec.seeds.end(), static_cast<uint64_t>(*x)) != spec.seeds.end())
-        throw InputError(fmt::format("{}: seeds: seed {} is given twice", at(path, v), *x), "each seed runs once");
+        throw InputError(fmt::format("{}: seeds: seed {} is given twice", yaml_at(path, v), *x), "each seed runs once");
       spec.seeds.push_back(static_cast<uint64_t>(*x));
     }
   }
@@ -121,21 +116,21 @@ ExperimentSpec load_spec_body(const std::string& path) {
   spec.set = overrides(path, root["set"], "set");
   spec.quick = overrides(path, root["quick"], "quick");
   if (auto p = root["points"]) {
-    if (!p.IsMap()) throw InputError(fmt::format("{}: points expects a mapping name: {{key: value, ...}}", at(path, p)));
+    if (!p.IsMap()) throw InputError(fmt::format("{}: points expects a mapping name: {{key: value, ...}}", yaml_at(path, p)));
     unique_keys(path, p, "a point name");
     for (const auto& kv : p) spec.points.emplace_back(scalar(path, kv.first, "a point name"), overrides(path, kv.second, "a point"));
   }
   if (!spec.match_params.empty() &&
       std::none_of(spec.points.begin(), spec.points.end(), [&](const auto& p) { return p.first == spec.match_params; }))
-    throw InputError(fmt::format("{}: match_params: '{}' is not one of the points", at(path, root["match_params"]),
+    throw InputError(fmt::format("{}: match_params: '{}' is not one of the points", yaml_at(path, root["match_params"]),
                                  spec.match_params));
   if (auto g = root["grid"]) {
-    if (!g.IsMap()) throw InputError(fmt::format("{}: grid expects a mapping key: [values]", at(path, g)));
+    if (!g.IsMap()) throw InputError(fmt::format("{}: grid expects a mapping key: [values]", yaml_at(path, g)));
     unique_keys(path, g, "a grid key");
     for (const auto& kv : g) {
       const std::string key = scalar(path, kv.first, "a grid key");
       if (!kv.second.IsSequence() || kv.second.size() == 0)
-        throw InputError(fmt::format("{}: grid axis {} expects a non-empty list", at(path, kv.second), key));
+        throw InputError(fmt::format("{}: grid axis {} expects a non-empty list", yaml_at(path, kv.second), key));
       std::vector<std::string> values;
       for (const auto& v : kv.second) values.push_back(spec_value(path, key, scalar(path, v, key)));
       spec.grid.emplace_back(key, values);

@@ -5,19 +5,12 @@
 #include <cmath>
 
 #include "model/attention.h"
+#include "model/linear.h"
 #include "model/norm.h"
 #include "model/position/rope.h"
 #include "util/error.h"
 
 namespace lmx {
-
-namespace {
-
-torch::nn::Linear linear(int64_t in, int64_t out, bool with_bias) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(with_bias));
-}
-
-}  // namespace
 
 MultiHeadLatentAttentionImpl::MultiHeadLatentAttentionImpl(const ModelConfig& cfg, std::shared_ptr<Position> position)
     : absorb(cfg.mla_absorb),
@@ -29,16 +22,16 @@ MultiHeadLatentAttentionImpl::MultiHeadLatentAttentionImpl(const ModelConfig& cf
       rope_dim_(cfg.position == "rope" ? cfg.mla_rope_dim : 0) {
   const int64_t C = cfg.d_model, H = n_heads_, D = head_dim_, R = rope_dim_;
   if (q_rank_ > 0) {
-    q_a_proj = register_module("q_a_proj", linear(C, q_rank_, /*with_bias=*/cfg.bias));
+    q_a_proj = register_module("q_a_proj", make_linear(C, q_rank_, /*with_bias=*/cfg.bias));
     if (cfg.mla_latent_norm) q_a_layernorm = register_module("q_a_layernorm", std::make_shared<RMSNormImpl>(q_rank_, cfg.norm_eps));
-    q_b_proj = register_module("q_b_proj", linear(q_rank_, H * (D + R), /*with_bias=*/cfg.bias));
+    q_b_proj = register_module("q_b_proj", make_linear(q_rank_, H * (D + R), /*with_bias=*/cfg.bias));
   } else {
-    q_proj = register_module("q_proj", linear(C, H * (D + R), /*with_bias=*/cfg.bias));
+    q_proj = register_module("q_proj", make_linear(C, H * (D + R), /*with_bias=*/cfg.bias));
   }
-  kv_a_proj_with_mqa = register_module("kv_a_proj_with_mqa", linear(C, kv_rank_ + R, /*with_bias=*/cfg.bias));
+  kv_a_proj_with_mqa = register_module("kv_a_proj_with_mqa", make_linear(C, kv_rank_ + R, /*with_bias=*/cfg.bias));
   if (cfg.mla_latent_norm) kv_a_layernorm = register_module("kv_a_layernorm", std::make_shared<RMSNormImpl>(kv_rank_, cfg.norm_eps));
-  kv_b_proj = register_module("kv_b_proj", linear(kv_rank_, H * 2 * D, /*with_bias=*/cfg.bias));
-  o_proj = register_module("o_proj", linear(H * D, C, /*with_bias=*/cfg.bias));
+  kv_b_proj = register_module("kv_b_proj", make_linear(kv_rank_, H * 2 * D, /*with_bias=*/cfg.bias));
+  o_proj = register_module("o_proj", make_linear(H * D, C, /*with_bias=*/cfg.bias));
   attach_position(std::move(position));
 }
 

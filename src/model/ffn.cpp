@@ -15,14 +15,6 @@
 
 namespace lmx {
 
-namespace {
-
-torch::nn::Linear linear(int64_t in, int64_t out, bool with_bias) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(with_bias));
-}
-
-}  // namespace
-
 Activation activation_from_name(const std::string& name) {
   if (name == "relu") return Activation::Relu;
   if (name == "gelu") return Activation::Gelu;
@@ -49,8 +41,8 @@ torch::Tensor activation(const std::string& name, const torch::Tensor& x, double
 
 PlainFfnImpl::PlainFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), beta_(cfg.swish_beta) {
   const int64_t F = cfg.ffn_hidden(/*gated=*/false);
-  up_proj = register_module("up_proj", linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
-  down_proj = register_module("down_proj", linear(F, cfg.d_model, /*with_bias=*/cfg.bias));
+  up_proj = register_module("up_proj", make_linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
+  down_proj = register_module("down_proj", make_linear(F, cfg.d_model, /*with_bias=*/cfg.bias));
 }
 
 torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
@@ -70,9 +62,9 @@ torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
 
 GatedFfnImpl::GatedFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), beta_(cfg.swish_beta) {
   const int64_t F = cfg.ffn_hidden(/*gated=*/true);
-  gate_proj = register_module("gate_proj", linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
-  up_proj = register_module("up_proj", linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
-  down_proj = register_module("down_proj", linear(F, cfg.d_model, /*with_bias=*/cfg.bias));
+  gate_proj = register_module("gate_proj", make_linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
+  up_proj = register_module("up_proj", make_linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
+  down_proj = register_module("down_proj", make_linear(F, cfg.d_model, /*with_bias=*/cfg.bias));
 }
 
 namespace {

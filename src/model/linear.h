@@ -6,6 +6,11 @@
 
 namespace lmx {
 
+// A (in -> out) linear layer, with or without bias.
+inline torch::nn::Linear make_linear(int64_t in, int64_t out, bool with_bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(with_bias));
+}
+
 inline torch::Tensor linear_2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (x.dim() <= 2 || !bias.defined()) return torch::linear(x, weight, bias);
   auto shape = x.sizes().vec();

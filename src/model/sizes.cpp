@@ -159,4 +159,10 @@ ForwardFlops forward_flops(const ModelConfig& cfg, int64_t seq_len) {
   return f;
 }
 
+std::string attention_kind(const ModelConfig& m) {
+  if (m.attention == "mla") return "MLA";
+  if (m.kv_heads() == m.n_heads) return "MHA";
+  return m.kv_heads() == 1 ? "MQA" : "GQA";
+}
+
 }  // namespace lmx

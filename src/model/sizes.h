@@ -89,6 +89,9 @@ ForwardFlops forward_flops(const ModelConfig& cfg, int64_t seq_len);
 // of the "2·N FLOPs per token" rule.
 int64_t matmul_params(const ModelConfig& cfg);
 
+// "MHA", "GQA", "MQA" (by n_kv_heads) or "MLA".
+std::string attention_kind(const ModelConfig& m);
+
 // True for the gated (GLU-family) FFNs: swiglu, geglu, reglu.
 bool is_gated_ffn(const std::string& ffn);
 

@@ -12,8 +12,6 @@ namespace lmx {
 
 namespace {
 
-std::string num(double v, int digits = 4) { return std::isnan(v) ? "" : fmt::format("{:.{}f}", v, digits); }
-
 // Numeric columns of the per-seed rows, in CSV order after name, seed, status.
 struct Column {
   const char* name;
@@ -104,7 +102,7 @@ Table seed_rows(const std::vector<SummaryRow>& rows) {
   t.header.push_back("message");
   for (const auto& r : rows) {
     std::vector<std::string> cells = {r.name, std::to_string(r.run.seed), r.run.status};
-    for (const auto& c : numeric_columns()) cells.push_back(num(c.get(r), c.digits));
+    for (const auto& c : numeric_columns()) cells.push_back(csv_num(c.get(r), c.digits));
     cells.push_back(r.run.message);
     t.add(cells);
   }
@@ -130,8 +128,8 @@ Table with_aggregates(const Table& seeds) {
     for (size_t col = 3; col < seeds.header.size(); ++col) {
       if (static_cast<int>(col) == message) continue;
       Stats s = stats(ok_values(seeds, name, static_cast<int>(col)));
-      agg[0][col] = num(s.mean, 4), agg[1][col] = s.n > 1 ? num(s.std, 5) : "";  // one value has no spread
-      agg[2][col] = num(s.min, 4), agg[3][col] = num(s.max, 4);
+      agg[0][col] = csv_num(s.mean, 4), agg[1][col] = s.n > 1 ? csv_num(s.std, 5) : "";  // one value has no spread
+      agg[2][col] = csv_num(s.min, 4), agg[3][col] = csv_num(s.max, 4);
     }
     const size_t ok = ok_values(seeds, name, status).size();
     for (auto& row : agg) row[status] = fmt::format("{} ok", ok), t.add(row);
@@ -156,7 +154,7 @@ std::string summary_markdown(const Table& seeds) {
   const int status = column(seeds, "status");
   for (const auto& r : seeds.rows) {
     std::vector<std::string> cells = {r[0], r[1]};
-    for (const auto& v : views) cells.push_back(num(cell_value(r, column(seeds, v.col)), v.digits));
+    for (const auto& v : views) cells.push_back(csv_num(cell_value(r, column(seeds, v.col)), v.digits));
     cells.push_back(r[status]);
     t.add(cells);
   }
@@ -167,7 +165,7 @@ std::string summary_markdown(const Table& seeds) {
       Stats s = stats(ok_values(seeds, name, column(seeds, v.col)));
       // One value has no spread to show (not "± 0.000"); equal values do, for test ppl.
       bool constant = s.n == 1 || (s.n > 0 && s.std == 0 && std::string(v.col) != "test_ppl");
-      cells.push_back(s.n == 0 ? "" : constant ? num(s.mean, v.digits)
+      cells.push_back(s.n == 0 ? "" : constant ? csv_num(s.mean, v.digits)
                                                 : fmt::format("{:.{}f} ± {:.{}f}", s.mean, v.digits, s.std, v.digits));
     }
     cells.push_back(fmt::format("{} ok", ok_values(seeds, name, status).size()));

@@ -22,6 +22,8 @@
 #include "train/schedule.h"
 #include "train/train_state.h"
 #include "util/csv.h"
+#include "util/clock.h"
+#include "util/csv.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/runtime.h"
@@ -30,17 +32,6 @@
 namespace lmx {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string fmt_num(double v, int digits = 4) {
-  if (std::isnan(v)) return "";
-  return fmt::format("{:.{}f}", v, digits);
-}
 
 void set_lr(torch::optim::AdamW& opt, double lr) {
   for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
@@ -347,7 +338,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
                                 bad.empty() ? "" : fmt::format(", first non-finite gradient in {} (parameter group {})",
                                                                bad, parameter_group(bad)));
       log::warn("train", "seed {} diverged at {}", opt.seed, res.message);
-      if (metrics) metrics->row({std::to_string(step), fmt_num(static_cast<double>(step) / per_epoch, 3),
+      if (metrics) metrics->row({std::to_string(step), csv_num(static_cast<double>(step) / per_epoch, 3),
                    fmt::format("{}", loss_v), fmt::format("{:.6g}", lr), fmt::format("{}", gnorm), "", "", ""});
       break;
     }
@@ -363,14 +354,14 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
     const bool last = step + 1 == total;
     if (last || (t.eval_every > 0 && (step + 1) % t.eval_every == 0)) {
       EvalResult v = evaluate(model, corpus, val_opt);
-      val_loss = fmt_num(v.loss);
-      val_ppl = fmt_num(v.ppl);
+      val_loss = csv_num(v.loss);
+      val_ppl = csv_num(v.ppl);
       res.final_val_ppl = v.ppl;
       if (std::isnan(res.best_val_ppl) || v.ppl < res.best_val_ppl) res.best_val_ppl = v.ppl;
       log::info("train", "seed {} step {}/{}: train loss {:.4f}, val loss {:.4f}, val ppl {:.3f}",
                 opt.seed, step + 1, total, loss_v, v.loss, v.ppl);
     }
-    if (metrics) metrics->row({std::to_string(step + 1), fmt_num(static_cast<double>(step + 1) / per_epoch, 3),
+    if (metrics) metrics->row({std::to_string(step + 1), csv_num(static_cast<double>(step + 1) / per_epoch, 3),
                  fmt::format("{:.6f}", loss_v), fmt::format("{:.6g}", lr), fmt::format("{:.6g}", gnorm),
                  fmt::format("{:.0f}", tps), val_loss, val_ppl});
     const double elapsed = seconds_since(t_train);

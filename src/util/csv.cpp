@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,8 @@
 #include "util/error.h"
 
 namespace lmx {
+
+std::string csv_num(double v, int digits) { return std::isnan(v) ? "" : fmt::format("{:.{}f}", v, digits); }
 
 std::string csv_escape(const std::string& cell) {
   if (cell.find_first_of(",\"\n") == std::string::npos) return cell;

@@ -36,6 +36,9 @@ class CsvAppender {
 
 std::string csv_escape(const std::string& cell);
 
+// A number as a CSV cell with `digits` decimals; "" for NaN (a value not measured).
+std::string csv_num(double v, int digits = 4);
+
 // Reads a CSV file written by Table::csv (quoted cells allowed); InputError if unreadable.
 Table read_csv(const std::string& path);
 
