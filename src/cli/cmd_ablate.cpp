@@ -79,7 +79,7 @@ void add_ablate_command(CLI::App& app, Globals& g) {
       const Config to = load_config(a->to, a->sets);
       std::vector<GridPoint> points;
       Config current = from;
-      points.push_back({"0 " + from.name, {}, current});
+      points.push_back({"0 " + from.name, {}, current, {}});
       // The dataset's vocabulary sizes the parameter counts; needed only for re-matching d_ff.
       const int vocab = a->no_match              ? 0
                         : from.model.vocab_size > 0 ? from.model.vocab_size
@@ -112,7 +112,7 @@ void add_ablate_command(CLI::App& app, Globals& g) {
           validate(current);
         }
         current.name = fmt::format("{} +{}", points.size(), n);
-        points.push_back({current.name, moved, current});
+        points.push_back({current.name, moved, current, {}});
       }
       // Whatever else differs (sizes, other keys) is reported, not silently dropped.
       for (const auto& f : config_fields())

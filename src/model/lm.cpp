@@ -15,7 +15,9 @@
 
 namespace lmx {
 
-namespace {
+// (Named, not anonymous: ModernLMImpl::Parts holds them, and in a unity build a class with a
+// member of an anonymous-namespace type outside the main file is a -Wsubobject-linkage warning.)
+namespace lm_parts {
 
 // The HF "model." prefix: embeddings, layers and final norm live in this submodule.
 class DecoderImpl : public torch::nn::Module {};
@@ -32,7 +34,9 @@ class LmHeadImpl : public torch::nn::Module {
   torch::Tensor weight, bias;
 };
 
-}  // namespace
+}  // namespace lm_parts
+using lm_parts::DecoderImpl;
+using lm_parts::LmHeadImpl;
 
 int64_t KVCache::numel() const {
   int64_t n = 0;
