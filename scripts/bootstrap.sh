@@ -12,6 +12,9 @@ packages=(cmake g++ make ninja-build libtorch-dev libcli11-dev libyaml-cpp-dev l
           nlohmann-json3-dev libopenblas0-pthread gnuplot-nox libgloo-dev libsentencepiece-dev libspdlog-dev)
 
 say() { echo "[bootstrap] $*" >&2; }
+# Each part's wall time, for the first-run table in README ("First run").
+t_start=$SECONDS
+took() { echo "$((SECONDS - t_start)) s"; }
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,9 +31,11 @@ if ((${#missing[@]})); then
     $sudo apt-get update >&2
     $sudo apt-get install -y --no-install-recommends "${missing[@]}" >&2
   fi
+  say "packages installed in $(took)"
 else
   say "all ${#packages[@]} packages present"
 fi
+t_start=$SECONDS
 
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)
 if [[ "$blas" == *openblas* ]]; then
@@ -46,11 +51,13 @@ build="$root/build"
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   # Ninja rebuilds only what changed when a source file is added (Make rebuilds everything).
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
+  say "configured in $(took)"
 fi
+t_start=$SECONDS
 jobs=$(nproc 2>/dev/null || echo 2)
 if [[ "$mode" == "--all" ]]; then
   cmake --build "$build" -j"$jobs" >&2
 else
   cmake --build "$build" -j"$jobs" --target lmx >&2
 fi
-say "built $build/lmx"
+say "built $build/lmx in $(took)"
