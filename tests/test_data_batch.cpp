@@ -165,3 +165,27 @@ TEST_CASE("eval batches keep the order — fewer rows than a batch make one batc
   CHECK(small.batch(0).inputs.size(0) == 10);
   CHECK(small.batch(3).inputs.size(0) == 10);
 }
+
+TEST_CASE("length-sorted eval batches: every row once, shortest first, equal lengths in order", "[data]") {
+  auto docs = make_docs(23);
+  Rows rows = make_rows(docs, Layout::Doc, 64, kEos);
+  auto batches = length_sorted_batches(rows, 5);
+  REQUIRE(batches.size() == 5);
+  CHECK(batches.back().size() == 3);
+  std::vector<size_t> seen;
+  for (const auto& b : batches) seen.insert(seen.end(), b.begin(), b.end());
+  REQUIRE(seen.size() == rows.rows.size());
+  CHECK(std::set<size_t>(seen.begin(), seen.end()).size() == rows.rows.size());
+  for (size_t k = 1; k < seen.size(); ++k) {
+    const size_t a = rows.rows[seen[k - 1]].size(), b = rows.rows[seen[k]].size();
+    CHECK(a <= b);
+    if (a == b) CHECK(seen[k - 1] < seen[k]);
+  }
+  // A batch is padded to its own longest row: no wider than the longest row it holds.
+  for (const auto& b : batches) {
+    size_t longest = 0;
+    for (size_t k : b) longest = std::max(longest, rows.rows[k].size());
+    CHECK(rows_batch(rows, b, kPad).inputs.size(1) == static_cast<int64_t>(longest) - 1);
+  }
+  CHECK_THROWS_AS(length_sorted_batches(rows, 0), InputError);
+}

@@ -7,6 +7,7 @@
 
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "data/pronoun.h"
 #include "helpers.h"
 #include "model/checkpoint.h"
 #include "model/precision.h"
@@ -129,6 +130,39 @@ TEST_CASE("same seed and threads give bitwise-identical metrics — eval of the 
   opt.split = data::Split::Val;
   CHECK(evaluate(model, small_corpus(), opt).ppl == Approx(ra.final_val_ppl).epsilon(1e-9));
   CHECK(fs::exists(a / "config.yaml"));
+}
+
+TEST_CASE("evaluate (length-sorted batches) matches a loop over documents one at a time", "[train]") {
+  // The reference: each validation document alone (batch 1, no padding), its targets'
+  // log-softmax summed in float64; far/near pronoun accuracy from the same logits.
+  Config cfg = resolve_for_corpus(small_config(), small_corpus());
+  torch::manual_seed(3);
+  ModernLM model(cfg.model);
+  model->eval();
+  const auto& corpus = small_corpus();
+  EvalOptions opt = eval_options(cfg, data::Split::Val);
+  opt.batch_size = 16;
+  const EvalResult e = evaluate(model, corpus, opt);
+
+  torch::NoGradGuard no_grad;
+  double nll = 0;
+  int64_t tokens = 0;
+  data::PronounAccuracy acc;
+  for (const auto& doc : corpus.val) {
+    const auto rows = data::make_rows({doc}, data::Layout::Doc, cfg.model.max_seq_len, corpus.vocab.eos);
+    REQUIRE(rows.rows.size() == 1);
+    const auto b = data::eval_batches(rows, 1, corpus.vocab.pad).at(0);
+    const auto logits = model->forward(b.inputs);
+    const auto logp = torch::log_softmax(logits[0].to(torch::kDouble), -1);
+    for (int64_t t = 0; t < b.targets.size(1); ++t) nll -= logp[t][b.targets[0][t].item<int64_t>()].item<double>();
+    tokens += b.targets.size(1);
+    data::add_pronoun_sites(acc, *corpus.truth, doc, opt.pronoun_window, logits[0]);
+  }
+  CHECK(e.tokens == tokens);
+  CHECK(e.loss == Approx(nll / tokens).epsilon(1e-6));
+  CHECK(e.far_sites == acc.far_sites);
+  CHECK(e.far_acc == Approx(acc.far()).epsilon(1e-12));
+  CHECK(e.near_acc == Approx(acc.near()).epsilon(1e-12));
 }
 
 TEST_CASE("a NaN loss marks the run diverged at its step", "[train]") {

@@ -64,4 +64,13 @@ class Batcher {
 // Fixed-order batches over all rows (evaluation); the last batch may be smaller.
 std::vector<Batch> eval_batches(const Rows& rows, int batch_size, int32_t pad);
 
+// Evaluation batches as row indices, batch_size rows each (the last may hold fewer): every row
+// once, sorted by length (stable: equal lengths keep their order), so that a Doc-layout batch
+// pads its rows to nearly their own length instead of the longest of batch_size random
+// documents (a garden batch of 32 was ~2x padding). Causal outputs at a row's own positions do
+// not depend on the padding after them.
+std::vector<std::vector<size_t>> length_sorted_batches(const Rows& rows, int batch_size);
+// The batch of the given rows, padded to the longest of them (Doc) or seq_len (Packed).
+Batch rows_batch(const Rows& rows, const std::vector<size_t>& indices, int32_t pad);
+
 }  // namespace lmx::data

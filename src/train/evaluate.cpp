@@ -42,7 +42,8 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
   // row_truth[r][t]: true log p of rows[r][t + 1] (empty without a truth).
   const auto row_truth = truth ? data::row_true_logprobs(*truth, docs, opt.layout, seq_len)
                                : std::vector<std::vector<double>>{};
-  const auto batches = data::eval_batches(rows, opt.batch_size, corpus.vocab.pad);
+  // Rows of similar length batched together: far less padding in the Doc layout.
+  const auto batches = data::length_sorted_batches(rows, opt.batch_size);
   // Pronoun agreement needs whole documents: doc layout with every document in one row.
   const bool pronoun_rows = !packed && truth && rows.rows.size() == docs.size();
   data::PronounAccuracy pronoun_acc;
@@ -55,9 +56,9 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
   double nll_sum = 0, true_sum = 0, covered_sum = 0;
   int64_t true_tokens = 0;
   const std::vector<double> no_truth;
-  size_t row0 = 0;
   const torch::Device device = model->parameters().front().device();  // cpu or cuda
-  for (const auto& b : batches) {
+  for (const auto& indices : batches) {
+    const data::Batch b = data::rows_batch(rows, indices, corpus.vocab.pad);
     torch::Tensor logits;
     {
       AutocastGuard autocast(opt.precision, device.type());
@@ -72,7 +73,8 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
     auto ok_a = valid.accessor<bool, 2>();
     const int64_t B = tok_logp.size(0), T = tok_logp.size(1);
     for (int64_t i = 0; i < B; ++i) {
-      const auto& tl = truth ? row_truth[row0 + i] : no_truth;
+      const size_t row = indices[i];
+      const auto& tl = truth ? row_truth[row] : no_truth;
       for (int64_t t = 0; t < T; ++t) {
         if (!ok_a[i][t]) continue;
         const double nll = -lp_a[i][t];
@@ -89,10 +91,9 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
           }
         }
       }
-      if (pronoun_rows)  // row i is document row0 + i; target t is doc[t + 1]
-        data::add_pronoun_sites(pronoun_acc, *truth, docs[row0 + i], opt.pronoun_window, logits[i]);
+      if (pronoun_rows)  // row `row` is document `row`; target t is doc[t + 1]
+        data::add_pronoun_sites(pronoun_acc, *truth, docs[row], opt.pronoun_window, logits[i]);
     }
-    row0 += B;
   }
   r.loss = r.tokens ? nll_sum / r.tokens : std::nan("");
   r.ppl = std::exp(r.loss);
