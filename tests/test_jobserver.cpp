@@ -60,7 +60,7 @@ TEST_CASE("jobserver: slots are taken while free, given back on release and at d
   CHECK(pipe.free_slots() == 2);
 }
 
-TEST_CASE("jobserver: LMX_JOBSERVER unset is no jobserver; a path that is no pipe is an input error", "[jobserver]") {
+TEST_CASE("jobserver: LMX_JOBSERVER unset is no jobserver, a path that is no pipe is an input error", "[jobserver]") {
   TempDir dir;
   unsetenv("LMX_JOBSERVER");
   CHECK_FALSE(Jobserver::from_env().has_value());
