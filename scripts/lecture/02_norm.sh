@@ -17,6 +17,7 @@ depths=6,12,24
 printf 'extends: %s\nmodel: {init: normal, init_std: 0.02}\n' "$ROOT/configs/textbook.yaml" > "$RUNS/textbook-normal.yaml"
 probe gradnorm gradnorm --depths "$depths"
 probe gradnorm gradnorm_normal --depths "$depths" --config "$RUNS/textbook-normal.yaml"
+sed -i "s|$ROOT/||" "$R/gradnorm_normal.md"  # the config's path from the repository root
 # Follow-up: the same probe at init seeds 1 and 2 (the lecture measured one init).
 for s in 1 2; do probe gradnorm "gradnorm_seed$s" --depths "$depths" --seed "$s"; done
 
