@@ -12,7 +12,7 @@ packages=(cmake g++ make ninja-build libtorch-dev libcli11-dev libyaml-cpp-dev l
           nlohmann-json3-dev libopenblas0-pthread gnuplot-nox libgloo-dev libsentencepiece-dev libspdlog-dev)
 
 say() { echo "[bootstrap] $*" >&2; }
-# Each part's wall time, for the first-run table in README ("First run").
+# Each part's wall time, for the first-run table in README ("The first run, timed").
 t_start=$SECONDS
 took() { echo "$((SECONDS - t_start)) s"; }
 
