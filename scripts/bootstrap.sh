@@ -60,4 +60,8 @@ if [[ "$mode" == "--all" ]]; then
 else
   cmake --build "$build" -j"$jobs" --target lmx >&2
 fi
-say "built $build/lmx in $(took)"
+if [[ "$mode" == "--all" ]]; then
+  say "built $build (lmx and its tests) in $(took)"
+else
+  say "built $build/lmx in $(took)"
+fi
