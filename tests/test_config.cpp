@@ -16,7 +16,7 @@ using lmx::test::TempDir;
 
 namespace {
 // Loads and expects an InputError whose message contains every fragment.
-void expect_input_error(const std::string& path, std::vector<std::string> fragments,
+void expect_config_error(const std::string& path, std::vector<std::string> fragments,
                         std::vector<std::string> sets = {}) {
   try {
     load_config(path, sets);
@@ -59,73 +59,73 @@ TEST_CASE("malformed configs name the file and key", "[config]") {
   TempDir dir;
   SECTION("unknown key with a suggestion") {
     auto p = dir.write("u.yaml", "model:\n  d_model: 64\n  n_haeds: 4\n");
-    expect_input_error(p, {"u.yaml:3:3", "model.n_haeds", "n_heads"});
+    expect_config_error(p, {"u.yaml:3:3", "model.n_haeds", "n_heads"});
   }
   SECTION("unknown section") {
     auto p = dir.write("s.yaml", "modle:\n  d_model: 64\n");
-    expect_input_error(p, {"s.yaml:1:1", "modle", "model"});
+    expect_config_error(p, {"s.yaml:1:1", "modle", "model"});
   }
   SECTION("wrong type") {
     auto p = dir.write("t.yaml", "model:\n  d_model: wide\n");
-    expect_input_error(p, {"t.yaml:2:12", "model.d_model", "integer"});
+    expect_config_error(p, {"t.yaml:2:12", "model.d_model", "integer"});
   }
   SECTION("a choice not on the list") {
     auto p = dir.write("p.yaml", "train:\n  precision: fp16\n");
-    expect_input_error(p, {"p.yaml", "train.precision", "bf16"});
+    expect_config_error(p, {"p.yaml", "train.precision", "bf16"});
   }
   SECTION("float where an int is due") {
     auto p = dir.write("f.yaml", "model:\n  n_layers: 2.5\n");
-    expect_input_error(p, {"f.yaml", "model.n_layers"});
+    expect_config_error(p, {"f.yaml", "model.n_layers"});
   }
   SECTION("negative size") {
     auto p = dir.write("n.yaml", "model:\n  d_model: -64\n");
-    expect_input_error(p, {"n.yaml", "model.d_model", "-64"});
+    expect_config_error(p, {"n.yaml", "model.d_model", "-64"});
   }
   SECTION("indivisible heads") {
     auto p = dir.write("h.yaml", "model:\n  d_model: 64\n  n_heads: 5\n");
-    expect_input_error(p, {"h.yaml", "d_model", "n_heads"});
+    expect_config_error(p, {"h.yaml", "d_model", "n_heads"});
   }
   SECTION("n_heads not a multiple of n_kv_heads") {
     auto p = dir.write("kv.yaml", "model:\n  n_heads: 4\n  n_kv_heads: 3\n");
-    expect_input_error(p, {"kv.yaml", "n_kv_heads"});
+    expect_config_error(p, {"kv.yaml", "n_kv_heads"});
   }
   SECTION("odd head dim with rope") {
     auto p = dir.write("r.yaml", "model:\n  d_model: 60\n  n_heads: 4\n  position: rope\n");
-    expect_input_error(p, {"r.yaml", "RoPE", "even"});
+    expect_config_error(p, {"r.yaml", "RoPE", "even"});
   }
   SECTION("unknown component name lists the valid ones") {
     auto p = dir.write("c.yaml", "model:\n  ffn: swiglue\n");
-    expect_input_error(p, {"c.yaml:2:8", "swiglue", "swiglu", "relu"});
+    expect_config_error(p, {"c.yaml:2:8", "swiglue", "swiglu", "relu"});
   }
   SECTION("extends cycle") {
     dir.write("x.yaml", "extends: y.yaml\n");
     auto p = dir.write("y.yaml", "extends: x.yaml\n");
-    expect_input_error(p, {"cycle", "x.yaml", "y.yaml"});
+    expect_config_error(p, {"cycle", "x.yaml", "y.yaml"});
   }
   SECTION("missing file") {
-    expect_input_error(dir.file("nope.yaml"), {"nope.yaml", "no such"});
+    expect_config_error(dir.file("nope.yaml"), {"nope.yaml", "no such"});
   }
   SECTION("missing extends target") {
     auto p = dir.write("m.yaml", "extends: gone.yaml\n");
-    expect_input_error(p, {"gone.yaml", "no such"});
+    expect_config_error(p, {"gone.yaml", "no such"});
   }
   SECTION("empty file") {
     auto p = dir.write("e.yaml", "");
-    expect_input_error(p, {"e.yaml", "empty"});
+    expect_config_error(p, {"e.yaml", "empty"});
   }
   SECTION("not YAML at all") {
     auto p = dir.write("j.yaml", "model: [d_model: {\n\x01\x02 }}}");
-    expect_input_error(p, {"j.yaml"});
+    expect_config_error(p, {"j.yaml"});
   }
   SECTION("a scalar instead of sections") {
     auto p = dir.write("k.yaml", "just some text\n");
-    expect_input_error(p, {"k.yaml", "mapping"});
+    expect_config_error(p, {"k.yaml", "mapping"});
   }
   SECTION("bad --set") {
     auto p = dir.write("ok.yaml", "model:\n  d_model: 64\n");
-    expect_input_error(p, {"--set", "model.d_modle", "d_model"}, {"model.d_modle=3"});
-    expect_input_error(p, {"--set", "train.lr", "number"}, {"train.lr=fast"});
-    expect_input_error(p, {"--set", "section.key=value"}, {"model.d_model"});
+    expect_config_error(p, {"--set", "model.d_modle", "d_model"}, {"model.d_modle=3"});
+    expect_config_error(p, {"--set", "train.lr", "number"}, {"train.lr=fast"});
+    expect_config_error(p, {"--set", "section.key=value"}, {"model.d_model"});
   }
 }
 

@@ -12,13 +12,13 @@ namespace {
 
 lmx::test::RunResult run_in(const std::string& dir, const std::string& args) { return lmx::test::run_lmx(args, dir); }
 
-const std::string kSmall = "--set data.train_docs=300 --set data.val_docs=100 --set data.test_docs=100";
+const std::string kSmallData = "--set data.train_docs=300 --set data.val_docs=100 --set data.test_docs=100";
 
 }  // namespace
 
 TEST_CASE("lmx data stats works from any directory with the built-in grammar", "[data]") {
   TempDir dir;
-  auto r = run_in(dir.path.string(), "data stats " + kSmall);
+  auto r = run_in(dir.path.string(), "data stats " + kSmallData);
   INFO(r.output);
   REQUIRE(r.code == 0);
   for (const char* part : {"vocabulary", "train", "val", "test", "true ppl", "uni ppl", "possessive pronouns", "<bos> the"})

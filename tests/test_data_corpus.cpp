@@ -21,7 +21,7 @@ using lmx::test::TempDir;
 
 namespace {
 
-DataConfig small(int seed = 1234) {
+DataConfig small_data(int seed = 1234) {
   DataConfig cfg;
   cfg.seed = seed;
   cfg.train_docs = 400;
@@ -33,7 +33,7 @@ DataConfig small(int seed = 1234) {
 }  // namespace
 
 TEST_CASE("same seed, same corpus, another seed, another corpus", "[data]") {
-  Corpus a = load_corpus(small(5)), b = load_corpus(small(5)), c = load_corpus(small(6));
+  Corpus a = load_corpus(small_data(5)), b = load_corpus(small_data(5)), c = load_corpus(small_data(6));
   CHECK(a.train == b.train);
   CHECK(a.val == b.val);
   CHECK(a.test == b.test);
@@ -46,14 +46,14 @@ TEST_CASE("same seed, same corpus, another seed, another corpus", "[data]") {
   // The splits come from different streams: the first documents differ.
   CHECK_FALSE((a.train[0] == a.val[0] && a.val[0] == a.test[0] && a.train[1] == a.val[1]));
   // A larger split begins with the same documents (each split is its own stream).
-  DataConfig more = small(5);
+  DataConfig more = small_data(5);
   more.train_docs = 500;
   Corpus d = load_corpus(more);
   CHECK(std::equal(a.train.begin(), a.train.end(), d.train.begin()));
   CHECK(d.val == a.val);
   // Pinned: the first training document of seed 1234. The generator uses its own RNG, so
   // this holds on every platform; it changes only when data/garden.yaml or the walk does.
-  Corpus e = load_corpus(small(1234));
+  Corpus e = load_corpus(small_data(1234));
   CHECK(e.vocab.decode(e.train[0]) ==
         "<bos> in the shed , the gardener that the farmer from the tree likes washes his ball and waits and then waits . <eos>");
   for (const auto& doc : e.train) {
@@ -64,7 +64,7 @@ TEST_CASE("same seed, same corpus, another seed, another corpus", "[data]") {
 }
 
 TEST_CASE("baselines: true NLL is the scorer's sum, unigram is smoothed train counts", "[data]") {
-  Corpus c = load_corpus(small());
+  Corpus c = load_corpus(small_data());
   REQUIRE(c.truth);
   auto unigram = unigram_logprobs(c);
   double mass = 0;
@@ -93,7 +93,7 @@ TEST_CASE("baselines: true NLL is the scorer's sum, unigram is smoothed train co
 }
 
 TEST_CASE("true log-probs line up with the rows of both layouts, and cut documents are not scored", "[data]") {
-  Corpus c = load_corpus(small());
+  Corpus c = load_corpus(small_data());
   const double total = true_nll_sum(*c.truth, c.val);
   std::map<int32_t, double> first;  // p(word | <bos>)
   for (auto [tok, p] : dynamic_cast<const Garden&>(*c.truth).next_distribution({c.vocab.bos})) first[tok] = p;
@@ -196,7 +196,7 @@ TEST_CASE("noun_heuristic picks the first or the nearest gendered noun of the se
 }
 
 TEST_CASE("pronoun metric: the truth scores 1, a uniform model 0, a random one about 1/3", "[data]") {
-  Corpus c = load_corpus(small());
+  Corpus c = load_corpus(small_data());
   const auto& garden = dynamic_cast<const Garden&>(*c.truth);
   const int W = 5;
   // The scorer as a model: each candidate's true probability.

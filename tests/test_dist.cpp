@@ -47,7 +47,7 @@ struct ScopedEnv {
 };
 
 // A tiny but real training run: 2 layers, batch 8 (4 rows per rank), a few steps.
-const std::string kSmall =
+const std::string kSmallRun =
     "--set data.train_docs=200 --set data.val_docs=40 --set data.test_docs=40 --set train.batch_size=8 "
     "--set train.steps=12 --set train.eval_every=6 --set train.warmup_steps=3 --set model.n_layers=2 "
     "--set model.d_model=32 --set model.d_ff=64";
@@ -146,10 +146,10 @@ TEST_CASE("launcher environments: torchrun, Slurm, none", "[dist]") {
 TEST_CASE("two data-parallel processes give the metrics of one process with the same global batch", "[dist]") {
   TempDir dir;
   const std::string one = dir.file("one"), two = dir.file("two");
-  auto r1 = run_lmx("-q --threads 1 train configs/textbook.yaml --seeds 3 " + kSmall + " --out " + one);
+  auto r1 = run_lmx("-q --threads 1 train configs/textbook.yaml --seeds 3 " + kSmallRun + " --out " + one);
   INFO(r1.output);
   REQUIRE(r1.code == 0);
-  auto r2 = run_lmx("-q --threads 1 launch --nproc 2 -- train configs/textbook.yaml --seeds 3 " + kSmall +
+  auto r2 = run_lmx("-q --threads 1 launch --nproc 2 -- train configs/textbook.yaml --seeds 3 " + kSmallRun +
                     " --out " + two);
   INFO(r2.output);
   REQUIRE(r2.code == 0);
@@ -174,7 +174,7 @@ TEST_CASE("a dead data-parallel worker ends the others with an error, not a hang
   const std::string out = dir.file("dead");
   const auto t0 = std::chrono::steady_clock::now();
   ScopedEnv env{{"LMX_FAULT", "die:1:3"}, {"LMX_DIST_TIMEOUT", "20"}};
-  auto r = run_lmx("--threads 1 launch --nproc 2 -- train configs/textbook.yaml --seeds 0 " + kSmall +
+  auto r = run_lmx("--threads 1 launch --nproc 2 -- train configs/textbook.yaml --seeds 0 " + kSmallRun +
                    " --set train.steps=200 --out " + out);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(r.output);
@@ -191,7 +191,7 @@ TEST_CASE("a dead data-parallel worker ends the others with an error, not a hang
 TEST_CASE("an interrupt on one data-parallel rank stops every rank after the same step, and --resume finishes", "[dist]") {
   TempDir dir;
   const std::string full = dir.file("full"), cut = dir.file("cut");
-  const std::string train = "-q --threads 1 launch --nproc 2 -- train configs/textbook.yaml --seeds 3 " + kSmall;
+  const std::string train = "-q --threads 1 launch --nproc 2 -- train configs/textbook.yaml --seeds 3 " + kSmallRun;
   auto r = run_lmx(train + " --out " + full);
   INFO(r.output);
   REQUIRE(r.code == 0);
@@ -222,7 +222,7 @@ TEST_CASE("a hung data-parallel worker is detected within LMX_DIST_TIMEOUT", "[d
   TempDir dir;
   const auto t0 = std::chrono::steady_clock::now();
   ScopedEnv env{{"LMX_FAULT", "hang:1:2"}, {"LMX_DIST_TIMEOUT", "4"}};
-  auto r = run_lmx("--threads 1 launch --nproc 2 -- train configs/textbook.yaml --seeds 0 " + kSmall +
+  auto r = run_lmx("--threads 1 launch --nproc 2 -- train configs/textbook.yaml --seeds 0 " + kSmallRun +
                    " --set train.steps=200 --out " + dir.file("hung"));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(r.output);
@@ -250,7 +250,7 @@ TEST_CASE("lmx launch and data-parallel misuse give one-line errors", "[dist]") 
     CHECK(r.output.find("LMX_DIST_BACKEND=mpi: expected gloo or nccl") != std::string::npos);
   }
   TempDir dir;
-  r = run_lmx("-q --threads 1 launch --nproc 2 -- train configs/textbook.yaml " + kSmall +
+  r = run_lmx("-q --threads 1 launch --nproc 2 -- train configs/textbook.yaml " + kSmallRun +
               " --set train.batch_size=1 --out " + dir.file("b"));
   CHECK(r.code != 0);
   CHECK(r.output.find("smaller than the 2 data-parallel processes") != std::string::npos);
@@ -265,13 +265,13 @@ TEST_CASE("torchrun --no_python starts lmx train data-parallel", "[dist]") {
   const std::string out = dir.file("tr");
   const std::string cmd = "cd '" + std::string(LMX_SOURCE_DIR) +
                           "' && /usr/bin/torchrun --standalone --redirects 9:1 --tee 9:1 --no_python --nproc_per_node 2 '" + LMX_BINARY +
-                          "' -q --threads 1 train configs/textbook.yaml --seeds 3 " + kSmall + " --out " + out +
+                          "' -q --threads 1 train configs/textbook.yaml --seeds 3 " + kSmallRun + " --out " + out +
                           " 2>&1";
   const auto tr = lmx::test::run_shell(cmd);
   INFO(tr.output);
   REQUIRE(tr.code == 0);
   // The same metrics as lmx launch / one process.
-  auto r1 = run_lmx("-q --threads 1 train configs/textbook.yaml --seeds 3 " + kSmall + " --out " + dir.file("one"));
+  auto r1 = run_lmx("-q --threads 1 train configs/textbook.yaml --seeds 3 " + kSmallRun + " --out " + dir.file("one"));
   REQUIRE(r1.code == 0);
   Table m = read_csv(out + "/seed3/metrics.csv"), m1 = read_csv(dir.file("one/seed3/metrics.csv"));
   REQUIRE(m.rows.size() == 12);
@@ -353,9 +353,9 @@ TEST_CASE("device cuda trains to the CPU metrics (skipped without CUDA)", "[dist
     return;
   }
   TempDir dir;
-  auto cpu = run_lmx("-q --threads 1 train configs/textbook.yaml --seeds 3 " + kSmall + " --out " + dir.file("cpu"));
+  auto cpu = run_lmx("-q --threads 1 train configs/textbook.yaml --seeds 3 " + kSmallRun + " --out " + dir.file("cpu"));
   REQUIRE(cpu.code == 0);
-  auto gpu = run_lmx("-q --device cuda train configs/textbook.yaml --seeds 3 " + kSmall + " --out " + dir.file("gpu"));
+  auto gpu = run_lmx("-q --device cuda train configs/textbook.yaml --seeds 3 " + kSmallRun + " --out " + dir.file("gpu"));
   INFO(gpu.output);
   REQUIRE(gpu.code == 0);
   Table a = read_csv(dir.file("cpu/seed3/metrics.csv")), b = read_csv(dir.file("gpu/seed3/metrics.csv"));
@@ -371,7 +371,7 @@ TEST_CASE("device cuda trains to the CPU metrics (skipped without CUDA)", "[dist
     INFO("LMX_DIST_BACKEND=" << b);
     ScopedEnv env{{"LMX_DIST_BACKEND", b.c_str()}};
     const std::string out = dir.file("dp" + b);
-    auto dp = run_lmx("-q --device cuda launch --nproc 2 -- train configs/textbook.yaml --seeds 3 " + kSmall +
+    auto dp = run_lmx("-q --device cuda launch --nproc 2 -- train configs/textbook.yaml --seeds 3 " + kSmallRun +
                       " --out " + out);
     INFO(dp.output);
     REQUIRE(dp.code == 0);

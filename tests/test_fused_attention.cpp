@@ -3,6 +3,7 @@
 // (both layouts), odd lengths; whole models (logits and every parameter gradient) with the
 // kernels on and off (the fused RMSNorm and SwiGLU included); KV-cached decoding through the kernel ≡ the full forward.
 #include "catch.h"
+#include "torch_helpers.h"
 
 #include <cmath>
 
@@ -12,10 +13,9 @@
 #include "model/position/rope.h"
 
 using namespace lmx;
+using lmx::test::max_abs;
 
 namespace {
-
-double max_abs(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 // Restores the fused-attention switch at scope exit.
 struct FusedSwitch {

@@ -10,7 +10,7 @@ using namespace lmx;
 
 namespace {
 
-ModelConfig small(const std::string& init) {
+ModelConfig small_model(const std::string& init) {
   ModelConfig m;
   m.vocab_size = 50;
   m.d_model = 64;
@@ -30,7 +30,7 @@ bool ends_with(const std::string& s, const std::string& tail) {
 TEST_CASE("init torch_default: Linear U(±1/√fan_in) for weight and bias, Embedding N(0, 1), norms 1 and 0",
           "[model][init]") {
   for (const char* position : {"sinusoidal", "learned", "t5_bias"}) {
-    ModelConfig m = small("torch_default");
+    ModelConfig m = small_model("torch_default");
     m.position = position;
     INFO("position " << position);
     torch::manual_seed(0);
@@ -66,7 +66,7 @@ TEST_CASE("init torch_default: Linear U(±1/√fan_in) for weight and bias, Embe
 }
 
 TEST_CASE("init normal: N(0, init_std²) for matrices and tables, biases 0", "[model][init]") {
-  ModelConfig m = small("normal");
+  ModelConfig m = small_model("normal");
   m.init_std = 0.05;
   torch::manual_seed(0);
   ModernLM model(m);
@@ -84,7 +84,7 @@ TEST_CASE("init normal: N(0, init_std²) for matrices and tables, biases 0", "[m
 
 TEST_CASE("tied head under torch_default: the embedding keeps N(0, 1), the head bias U(±1/√d_model)",
           "[model][init]") {
-  ModelConfig m = small("torch_default");
+  ModelConfig m = small_model("torch_default");
   m.tie_embeddings = true;
   torch::manual_seed(1);
   ModernLM model(m);
@@ -96,7 +96,7 @@ TEST_CASE("tied head under torch_default: the embedding keeps N(0, 1), the head 
 }
 
 TEST_CASE("embed_scale sqrt_d multiplies the token embeddings by √d_model", "[model][init]") {
-  ModelConfig m = small("torch_default");
+  ModelConfig m = small_model("torch_default");
   m.position = "none";
   m.n_layers = 1;
   torch::manual_seed(2);

@@ -1,6 +1,7 @@
 // Attention: GQA's head mapping, incremental decoding ≡ full forward for every attention ×
 // position combination, MLA absorbed ≡ naive, and the cache sizes.
 #include "catch.h"
+#include "torch_helpers.h"
 
 #include <cmath>
 
@@ -9,12 +10,11 @@
 #include "model/registry.h"
 
 using namespace lmx;
+using lmx::test::max_abs;
 
 namespace {
 
-double max_abs(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
-
-ModelConfig small(const std::string& attention, const std::string& position) {
+ModelConfig small_attention(const std::string& attention, const std::string& position) {
   ModelConfig c;
   c.vocab_size = 23;
   c.d_model = 16;
@@ -40,7 +40,7 @@ torch::Tensor tokens(int64_t B, int64_t T, int64_t V) {
 TEST_CASE("MHA against a per-head reference — GQA head h reads KV head h / (H/Hk)", "[model][attention]") {
   torch::manual_seed(5);
   torch::NoGradGuard no_grad;
-  ModelConfig c = small("mha", "none");
+  ModelConfig c = small_attention("mha", "none");
   c.n_kv_heads = 2;
   MultiHeadAttention gqa(c, make_position(c));
   auto x = torch::randn({2, 6, 16});
@@ -98,7 +98,7 @@ TEST_CASE("incremental decoding equals the full forward for every attention × p
   auto x = tokens(2, 12, 23);
   for (const auto& v : variants)
     for (const auto& p : positions) {
-      ModelConfig c = small(v.attention, p.position);
+      ModelConfig c = small_attention(v.attention, p.position);
       c.n_kv_heads = v.n_kv_heads;
       c.mla_q_rank = v.q_rank;
       c.mla_absorb = v.absorb;
@@ -124,11 +124,11 @@ TEST_CASE("incremental decoding equals the full forward for every attention × p
 
 TEST_CASE("cached numbers per token: 2·Hk·D for MHA/GQA/MQA, r + R for MLA", "[model][kvcache]") {
   for (int hk : {4, 2, 1}) {
-    ModelConfig c = small("mha", "rope");
+    ModelConfig c = small_attention("mha", "rope");
     c.n_kv_heads = hk;
     CHECK(ModernLM(c)->attention(0)->cached_per_token() == 2 * hk * 4);
   }
-  ModelConfig m = small("mla", "rope");
+  ModelConfig m = small_attention("mla", "rope");
   CHECK(ModernLM(m)->attention(1)->cached_per_token() == 8 + 4);
 }
 
@@ -136,7 +136,7 @@ TEST_CASE("MLA: absorbed path equals the naive path — RoPE on recovered keys b
   torch::NoGradGuard no_grad;
   for (bool with_bias : {false, true})
     for (int q_rank : {0, 6}) {
-      ModelConfig c = small("mla", "rope");
+      ModelConfig c = small_attention("mla", "rope");
       c.bias = with_bias;
       c.mla_q_rank = q_rank;
       torch::manual_seed(7);

@@ -1,6 +1,7 @@
 // Components against closed forms and independent transcriptions: activations, norms,
 // RoPE (relative property, norm, layouts, scalings), ALiBi slopes, T5 buckets.
 #include "catch.h"
+#include "torch_helpers.h"
 
 #include <cmath>
 
@@ -14,10 +15,9 @@
 #include "util/error.h"
 
 using namespace lmx;
+using lmx::test::max_abs;
 
 namespace {
-
-double max_abs(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 ModelConfig rope_cfg(const std::string& layout, const std::string& scaling = "none", double factor = 1.0) {
   ModelConfig c;

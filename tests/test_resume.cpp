@@ -36,14 +36,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kSmall = {"data.train_docs=300", "data.val_docs=60", "data.test_docs=60",
+const std::vector<std::string> kResumeSets = {"data.train_docs=300", "data.val_docs=60", "data.test_docs=60",
                                          "train.steps=24",      "train.eval_every=5", "train.warmup_steps=5",
                                          "train.batch_size=16"};
 
-Config small_config() { return load_config(lmx::test::source_path("configs/textbook.yaml"), kSmall); }
+Config resume_config() { return load_config(lmx::test::source_path("configs/textbook.yaml"), kResumeSets); }
 
-const data::Corpus& small_corpus() {
-  static const data::Corpus corpus = data::load_corpus(small_config().data);
+const data::Corpus& resume_corpus() {
+  static const data::Corpus corpus = data::load_corpus(resume_config().data);
   return corpus;
 }
 
@@ -82,18 +82,18 @@ const std::string kCliSmall =
 
 TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical to one run", "[resume]") {
   TempDir dir;
-  const Config cfg = small_config();
+  const Config cfg = resume_config();
   const auto full = dir.path / "full", cut = dir.path / "cut";
   fs::create_directories(full);
   fs::create_directories(cut);
-  RunResult a = train_run(cfg, small_corpus(), {11, full.string(), false});
+  RunResult a = train_run(cfg, resume_corpus(), {11, full.string(), false});
   REQUIRE(a.status == "ok");
 
   // Fault injection: as if SIGINT arrived during step 7 (not an eval step), then during 15 (after
   // the eval at 15: best_val_ppl must survive), then the rest.
   RunOptions o1(11, cut.string());
   o1.interrupt_after_step = 7;
-  RunResult b1 = train_run(cfg, small_corpus(), o1);
+  RunResult b1 = train_run(cfg, resume_corpus(), o1);
   signals::reset();
   CHECK(b1.status == "interrupted");
   CHECK(b1.steps == 7);
@@ -106,14 +106,14 @@ TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical 
   RunOptions o2(11, cut.string());
   o2.resume = true;
   o2.interrupt_after_step = 15;
-  RunResult b2 = train_run(cfg, small_corpus(), o2);
+  RunResult b2 = train_run(cfg, resume_corpus(), o2);
   signals::reset();
   CHECK(b2.status == "interrupted");
   CHECK(b2.steps == 15);
 
   RunOptions o3(11, cut.string());
   o3.resume = true;
-  RunResult b3 = train_run(cfg, small_corpus(), o3);
+  RunResult b3 = train_run(cfg, resume_corpus(), o3);
   REQUIRE(b3.status == "ok");
   CHECK(b3.steps == 24);
   CHECK(metrics_without_speed((cut / "metrics.csv").string()) == metrics_without_speed((full / "metrics.csv").string()));
@@ -128,7 +128,7 @@ TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical 
   const std::string finished = read_file((cut / "model.safetensors").string());
   RunOptions o4(11, cut.string());
   o4.resume = true;
-  RunResult b4 = train_run(cfg, small_corpus(), o4);
+  RunResult b4 = train_run(cfg, resume_corpus(), o4);
   CHECK(b4.status == "ok");
   CHECK(b4.steps == 24);
   CHECK(b4.test.ppl == a.test.ppl);
@@ -139,24 +139,24 @@ TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical 
 
 TEST_CASE("resume refuses another config or seed and a checkpoint without optimizer state", "[resume]") {
   TempDir dir;
-  const Config cfg = small_config();
+  const Config cfg = resume_config();
   RunOptions o(3, dir.path.string());
   o.interrupt_after_step = 2;
-  train_run(cfg, small_corpus(), o);
+  train_run(cfg, resume_corpus(), o);
   signals::reset();
   Config other = cfg;
   apply_override(other, "train.lr=0.01");
   RunOptions r(3, dir.path.string());
   r.resume = true;
   try {
-    train_run(other, small_corpus(), r);
+    train_run(other, resume_corpus(), r);
     FAIL("resumed with another config");
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("config differs") != std::string::npos);
   }
   RunOptions s(4, dir.path.string());
   s.resume = true;
-  CHECK_THROWS_AS(train_run(cfg, small_corpus(), s), InputError);
+  CHECK_THROWS_AS(train_run(cfg, resume_corpus(), s), InputError);
   // Drop the optimizer state: a clear InputError, not a silent fresh optimizer.
   Checkpoint ck = read_checkpoint(dir.file("model.safetensors"));
   NamedTensors kept;
@@ -171,7 +171,7 @@ TEST_CASE("resume refuses another config or seed and a checkpoint without optimi
   ModernLM m = load_model(read_checkpoint(dir.file("model.safetensors")));
   save_checkpoint(dir.file("model.safetensors"), m, ck.config, extra, ck.metadata);
   try {
-    train_run(cfg, small_corpus(), r);
+    train_run(cfg, resume_corpus(), r);
     FAIL("resumed without exp_avg_sq");
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("incomplete") != std::string::npos);
@@ -327,9 +327,9 @@ TEST_CASE("memory estimate: parts, scaling, and the 70B refusal", "[resume][memo
 
   // The estimate is not below what a real training run of this config takes.
   TempDir dir;
-  Config small = small_config();
-  RunResult r = train_run(small, small_corpus(), {0, dir.path.string(), false});
-  CHECK(estimate_training_memory(resolve_for_corpus(small, small_corpus())).total() / (1024.0 * 1024) >
+  Config small = resume_config();
+  RunResult r = train_run(small, resume_corpus(), {0, dir.path.string(), false});
+  CHECK(estimate_training_memory(resolve_for_corpus(small, resume_corpus())).total() / (1024.0 * 1024) >
         r.peak_rss_mib * 0.5);
 
   auto cli = lmx::test::run_lmx("train configs/models/llama2-70b.yaml --out /tmp/lmx-never-created-70b");
@@ -343,11 +343,11 @@ TEST_CASE("memory estimate: parts, scaling, and the 70B refusal", "[resume][memo
 
 TEST_CASE("a NaN gradient in one parameter: diverged at its step, naming the parameter and group", "[resume][train]") {
   TempDir dir;
-  const Config cfg = small_config();
+  const Config cfg = resume_config();
   RunOptions o(1, dir.path.string());
   o.inject_nan_grad_at_step = 6;
   o.inject_nan_grad_param = "model.layers.1.mlp.down_proj.weight";
-  RunResult r = train_run(cfg, small_corpus(), o);
+  RunResult r = train_run(cfg, resume_corpus(), o);
   INFO(r.message);
   CHECK(r.status == "diverged");
   CHECK(r.steps == 6);
@@ -364,10 +364,10 @@ TEST_CASE("a NaN gradient in one parameter: diverged at its step, naming the par
 
 TEST_CASE("a resumable checkpoint without any optimizer state is refused", "[resume]") {
   TempDir dir;
-  const Config cfg = small_config();
+  const Config cfg = resume_config();
   RunOptions o(6, dir.path.string());
   o.interrupt_after_step = 3;
-  train_run(cfg, small_corpus(), o);
+  train_run(cfg, resume_corpus(), o);
   signals::reset();
   Checkpoint ck = read_checkpoint(dir.file("model.safetensors"));
   REQUIRE(ck.metadata.at("status") == "interrupted");
@@ -378,7 +378,7 @@ TEST_CASE("a resumable checkpoint without any optimizer state is refused", "[res
   save_checkpoint(dir.file("model.safetensors"), m, ck.config, {}, ck.metadata);  // weights and metadata only
   RunOptions r(6, dir.path.string());
   r.resume = true;
-  CHECK_THROWS_WITH(train_run(cfg, small_corpus(), r), Catch::Contains("no optimizer state"));
+  CHECK_THROWS_WITH(train_run(cfg, resume_corpus(), r), Catch::Contains("no optimizer state"));
 }
 
 TEST_CASE("resume after a kill during the final test evaluation finishes the seed, never trusts the stale result",

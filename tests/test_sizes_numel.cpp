@@ -1,4 +1,4 @@
-// Analytic parameter counts (model/sizes.h) against real models: for many small configs,
+// Analytic parameter counts (model/sizes.h) against real models: for many small_sizes configs,
 // build ModernLM and compare count_params with the numel() of its parameters, in total and
 // per component (by parameter name).
 #include "catch.h"
@@ -15,8 +15,8 @@ using namespace lmx;
 
 namespace {
 
-// A small model: V 13, C 16, 3 layers, 4 heads, d_ff 24, max_seq_len 12.
-Config small(const std::vector<std::string>& sets) {
+// A small_sizes model: V 13, C 16, 3 layers, 4 heads, d_ff 24, max_seq_len 12.
+Config small_sizes(const std::vector<std::string>& sets) {
   Config c;
   for (const auto& s : {"model.vocab_size=13", "model.d_model=16", "model.n_layers=3", "model.n_heads=4",
                         "model.d_ff=24", "model.max_seq_len=12", "data.seq_len=12", "model.mla_kv_rank=6",
@@ -27,7 +27,7 @@ Config small(const std::vector<std::string>& sets) {
   return c;
 }
 
-// Every variant of every component, each changed alone from the small default, plus
+// Every variant of every component, each changed alone from the small_sizes default, plus
 // combinations that interact (MLA × query latent × RoPE × bias, tied × bias, ...).
 std::vector<std::vector<std::string>> variants() {
   std::vector<std::vector<std::string>> out = {{}};
@@ -82,7 +82,7 @@ std::string component(const std::string& name) {
 
 TEST_CASE("analytic parameter counts equal numel() of real models", "[sizes]") {
   for (const auto& sets : variants()) {
-    const Config cfg = small(sets);
+    const Config cfg = small_sizes(sets);
     std::string label;
     for (const auto& s : sets) label += s + " ";
     INFO("config: " << (label.empty() ? "(defaults)" : label));
@@ -116,7 +116,7 @@ TEST_CASE("the analytic KV cache equals the numbers a real cache holds", "[sizes
            {"model.n_kv_heads=4"}, {"model.n_kv_heads=2"}, {"model.n_kv_heads=1"},
            {"model.attention=mla"},
            {"model.attention=mla", "model.position=rope", "model.mla_rope_dim=2", "model.mla_q_rank=5"}}) {
-    const Config cfg = small(sets);
+    const Config cfg = small_sizes(sets);
     INFO("config: " << sets.back());
     ModernLM model(cfg.model);
     torch::NoGradGuard no_grad;
