@@ -57,11 +57,8 @@ t_start=$SECONDS
 jobs=$(nproc 2>/dev/null || echo 2)
 if [[ "$mode" == "--all" ]]; then
   cmake --build "$build" -j"$jobs" >&2
-else
-  cmake --build "$build" -j"$jobs" --target lmx >&2
-fi
-if [[ "$mode" == "--all" ]]; then
   say "built $build (lmx and its tests) in $(took)"
 else
+  cmake --build "$build" -j"$jobs" --target lmx >&2
   say "built $build/lmx in $(took)"
 fi

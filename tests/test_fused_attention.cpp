@@ -3,7 +3,7 @@
 // (both layouts), odd lengths; whole models (logits and every parameter gradient) with the
 // kernels on and off (the fused RMSNorm and SwiGLU included); KV-cached decoding through the kernel ≡ the full forward.
 #include "catch.h"
-#include "torch_helpers.h"
+#include "experiments/probe.h"
 
 #include <cmath>
 
@@ -13,7 +13,7 @@
 #include "model/position/rope.h"
 
 using namespace lmx;
-using lmx::test::max_abs;
+using lmx::experiments::max_abs;
 
 namespace {
 

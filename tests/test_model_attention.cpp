@@ -1,7 +1,7 @@
 // Attention: GQA's head mapping, incremental decoding ≡ full forward for every attention ×
 // position combination, MLA absorbed ≡ naive, and the cache sizes.
 #include "catch.h"
-#include "torch_helpers.h"
+#include "experiments/probe.h"
 
 #include <cmath>
 
@@ -10,7 +10,7 @@
 #include "model/registry.h"
 
 using namespace lmx;
-using lmx::test::max_abs;
+using lmx::experiments::max_abs;
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Components against closed forms and independent transcriptions: activations, norms,
 // RoPE (relative property, norm, layouts, scalings), ALiBi slopes, T5 buckets.
 #include "catch.h"
-#include "torch_helpers.h"
+#include "experiments/probe.h"
 
 #include <cmath>
 
@@ -15,7 +15,7 @@
 #include "util/error.h"
 
 using namespace lmx;
-using lmx::test::max_abs;
+using lmx::experiments::max_abs;
 
 namespace {
 

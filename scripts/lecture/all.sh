@@ -10,17 +10,17 @@
 # own (the scheduling before; for timing the two).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+source "$here/common.sh"  # ROOT, results_root
 SECONDS=0
 # Longest work first: 04 (the 3x-steps extrapolation is one ~10-minute process), 02, 01, 05, 03.
 sections=(04_position 02_norm 01_ffn 05_recipe 03_attention)
-quick=0 sequential=0 jobs="$(nproc)" prev="" res=() args=()
+quick=0 sequential=0 jobs="$(nproc)" prev="" out="" args=()
 for a in "$@"; do
   case "$a" in
     --sequential) sequential=1; prev="$a"; continue ;;
     --quick) quick=1 ;;
   esac
-  [[ "$prev" == --out ]] && res=(--results "$a")
+  [[ "$prev" == --out ]] && out="$a"
   [[ "$prev" == --jobs ]] && jobs="$a"
   args+=("$a")
   prev="$a"
@@ -31,14 +31,14 @@ if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
 fi
 
 if ((sequential)); then
-  for s in 01_ffn 02_norm 03_attention 04_position 05_recipe; do
+  for s in $(printf '%s\n' "${sections[@]}" | sort); do  # in section order
     "$here/$s.sh" "${args[@]}"
   done
 else
   # Build (or rebuild) once, here: the sections then use the binary as it is.
   if [[ -z "${LMX_BIN:-}" ]]; then
-    "$root/lmx" --version > /dev/null
-    export LMX_BIN="$root/build/lmx"
+    "$ROOT/lmx" --version > /dev/null
+    export LMX_BIN="$ROOT/build/lmx"
   fi
   slots_dir="$(mktemp -d "${TMPDIR:-/tmp}/lmx-lecture.XXXXXX")"
   pids=()
@@ -67,11 +67,9 @@ else
     exit 1
   fi
 fi
-# The report reads the tables where the sections wrote them (--out DIR, default results/).
-((quick)) || "$here/report.sh" "${res[@]}"
-out_root="$root/results"
-((quick)) && out_root="$root/runs/lecture-quick/results"
-[[ ${#res[@]} -gt 0 ]] && out_root="${res[1]}"
+# The whole run's time next to the sections' tables (--out DIR, default results/), before the
+# report, which reads it.
+out_root="$(results_root "$quick" "$out")"
 mkdir -p "$out_root"
 {
   echo "all sections: ${SECONDS} s"
@@ -79,6 +77,7 @@ mkdir -p "$out_root"
   echo "jobs: $jobs"
   echo "scheduler: $( ((sequential)) && echo "sections one after another" || echo "sections at once, $jobs shared slots")"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "blas: $("${LMX_BIN:-$root/build/lmx}" --version | sed -n 's/^BLAS kernels //p')"
+  echo "blas: $("${LMX_BIN:-$ROOT/build/lmx}" --version | sed -n 's/^BLAS kernels //p')"
 } > "$out_root/wall_time.txt"
+((quick)) || "$here/report.sh" --results "$out_root"
 echo "== all sections done in ${SECONDS}s" >&2

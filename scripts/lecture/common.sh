@@ -12,6 +12,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LMX="${LMX_BIN:-$ROOT/build/lmx}"  # LMX_BIN: use this binary as it is (no rebuild)
 
+# runs_root QUICK / results_root QUICK [OUT]: where raw runs and tables go (--out DIR overrides
+# the tables' folder): runs/lecture and results/, or with --quick runs/lecture-quick and its results/.
+runs_root() { if (($1)); then echo "$ROOT/runs/lecture-quick"; else echo "$ROOT/runs/lecture"; fi; }
+results_root() {
+  if [[ -n "${2:-}" ]]; then echo "$2"; elif (($1)); then echo "$(runs_root 1)/results"; else echo "$ROOT/results"; fi
+}
+
 lecture_init() {
   SECTION="$1"
   shift
@@ -30,14 +37,8 @@ lecture_init() {
     esac
     shift
   done
-  local runs_root="$ROOT/runs/lecture"
-  if ((QUICK)); then
-    runs_root="$ROOT/runs/lecture-quick"
-    out="${out:-$runs_root/results}"
-  fi
-  out="${out:-$ROOT/results}"
-  R="$out/$SECTION"
-  RUNS="$runs_root/$SECTION"
+  R="$(results_root "$QUICK" "$out")/$SECTION"
+  RUNS="$(runs_root "$QUICK")/$SECTION"
   TINY=()
   SWEEP=(--jobs "$JOBS")
   if ((QUICK)); then

@@ -129,9 +129,9 @@ for s in 01_ffn 02_norm 03_attention 04_position 05_recipe; do
 done
 echo
 echo "Machine: $(sed -n 's/^machine: //p' "$RES/01_ffn/wall_time.txt"); $(sed -n 's/^lmx: //p' "$RES/01_ffn/wall_time.txt")."
-# all.sh writes the whole run's time; its sections ran at once, so their times overlap.
-if [[ -f "$RES/wall_time.txt" ]] && grep -q '^scheduler: sections at once' "$RES/wall_time.txt"; then
-  echo "Total: $(awk '/^all sections:/ { printf "%.1f min", $3 / 60 }' "$RES/wall_time.txt") (scripts/lecture/all.sh: the five sections at once on $(sed -n 's/^jobs: //p' "$RES/wall_time.txt") shared job slots, so the section times above overlap)."
+# all.sh writes the whole run's time (with the sections at once, their times overlap).
+if [[ -f "$RES/wall_time.txt" ]]; then
+  echo "Total: $(awk '/^all sections:/ { printf "%.1f min", $3 / 60 }' "$RES/wall_time.txt") (scripts/lecture/all.sh: $(sed -n 's/^scheduler: //p' "$RES/wall_time.txt"); section times overlap when the sections ran at once)."
 else
   echo "Total: $(cat "$RES"/*/wall_time.txt | awk '/^wall_s:/ { s += $2 } END { printf "%.1f min", s / 60 }')."
 fi

@@ -126,27 +126,34 @@ Batch rows_batch(const Rows& rows, const std::vector<size_t>& indices, int32_t p
   return make_batch(chunk, width(rows, chunk), pad);
 }
 
-std::vector<Batch> eval_batches(const Rows& rows, int batch_size, int32_t pad) {
-  if (batch_size < 1) throw InputError(fmt::format("batch size must be >= 1, got {}", batch_size));
-  std::vector<Batch> out;
-  for (size_t start = 0; start < rows.rows.size(); start += batch_size) {
-    std::vector<size_t> indices;
-    for (size_t k = start; k < std::min(rows.rows.size(), start + batch_size); ++k) indices.push_back(k);
-    out.push_back(rows_batch(rows, indices, pad));
-  }
-  return out;
-}
+namespace {
 
-std::vector<std::vector<size_t>> length_sorted_batches(const Rows& rows, int batch_size) {
+// The rows' indices in batches of batch_size (the last may hold fewer), in row order or, with
+// by_length, shortest first (stable).
+std::vector<std::vector<size_t>> index_batches(const Rows& rows, int batch_size, bool by_length) {
   if (batch_size < 1) throw InputError(fmt::format("batch size must be >= 1, got {}", batch_size));
   std::vector<size_t> order(rows.rows.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(),
-                   [&rows](size_t a, size_t b) { return rows.rows[a].size() < rows.rows[b].size(); });
+  if (by_length)
+    std::stable_sort(order.begin(), order.end(),
+                     [&rows](size_t a, size_t b) { return rows.rows[a].size() < rows.rows[b].size(); });
   std::vector<std::vector<size_t>> out;
   for (size_t start = 0; start < order.size(); start += batch_size)
     out.emplace_back(order.begin() + start, order.begin() + std::min(order.size(), start + batch_size));
   return out;
+}
+
+}  // namespace
+
+std::vector<Batch> eval_batches(const Rows& rows, int batch_size, int32_t pad) {
+  std::vector<Batch> out;
+  for (const auto& indices : index_batches(rows, batch_size, /*by_length=*/false))
+    out.push_back(rows_batch(rows, indices, pad));
+  return out;
+}
+
+std::vector<std::vector<size_t>> length_sorted_batches(const Rows& rows, int batch_size) {
+  return index_batches(rows, batch_size, /*by_length=*/true);
 }
 
 }  // namespace lmx::data

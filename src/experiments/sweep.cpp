@@ -198,6 +198,9 @@ Table merge_shards(const std::vector<std::string>& dirs, std::string* spec) {
 SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<uint64_t>& seeds,
                       const SweepOptions& opt) {
   const fs::path out(opt.out);
+  // LMX_JOBSERVER: every run also holds one of the slots shared with other processes (checked
+  // before anything is written).
+  std::optional<Jobserver> slots = Jobserver::from_env();
   // A sweep's runs are single processes, also when the sweep itself runs under srun/torchrun.
   setenv("LMX_DIST", "0", 1);
   fs::create_directories(out / "configs");
@@ -287,8 +290,6 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
     for (auto& row : t.rows) row[0] = r.name;
     collected[&r - runs.data()] = std::move(t);
   };
-  // LMX_JOBSERVER: every run also holds one of the slots shared with other processes.
-  std::optional<Jobserver> slots = Jobserver::from_env();
   if (slots) log::info("sweep", "sharing job slots through LMX_JOBSERVER={}", slots->path());
   while (done < runs.size()) {
     while (static_cast<int>(running.size()) < jobs && next < runs.size() && !signals::interrupted()) {

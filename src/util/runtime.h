@@ -60,7 +60,7 @@ void tune_allocator();
 // Subnormal floats (|x| < 1.2e-38) flushed to zero on this thread and the threads it starts
 // later (x86 MXCSR FTZ/DAZ): a diverging or high-lr run whose softmax tails, Adam moments or
 // activations fall into that range otherwise takes the CPU's slow microcode path (a pre-norm
-// model at lr 4e-2 trained 4x slower per token, docs/PERFORMANCE.md). Skipped when
+// model at lr 4e-2 trained 3.6x slower, docs/PERFORMANCE.md). Skipped when
 // LMX_KEEP_DENORMALS=1 (IEEE gradual underflow, as PyTorch's default). Call once at start,
 // before any thread pool exists. Returns whether denormals are flushed now.
 bool flush_denormals();
