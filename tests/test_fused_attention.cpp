@@ -1,7 +1,8 @@
 // The fused causal-attention kernel (model/fused_attention.h) against the plain LibTorch path:
 // outputs and gradients of the autograd Function for MHA / GQA / MQA, with and without RoPE
 // (both layouts), odd lengths; whole models (logits and every parameter gradient) with the
-// kernels on and off (the fused RMSNorm and SwiGLU included); KV-cached decoding through the kernel ≡ the full forward.
+// kernels on and off (the fused RMSNorm, residual + RMSNorm and SwiGLU included, pre- and
+// post-norm); KV-cached decoding through the kernel ≡ the full forward.
 #include "catch.h"
 #include "experiments/probe.h"
 
@@ -10,6 +11,7 @@
 #include "model/attention.h"
 #include "model/fused_attention.h"
 #include "model/lm.h"
+#include "model/norm.h"
 #include "model/position/rope.h"
 
 using namespace lmx;
@@ -93,10 +95,12 @@ TEST_CASE("fused attention: whole-model logits and parameter gradients equal the
           "[model][attention][fused]") {
   for (auto [position, kv_heads, bias, norm] :
        {std::tuple{"sinusoidal", 4, true, "layernorm"}, std::tuple{"rope", 2, false, "rmsnorm"},
-        std::tuple{"none", 1, true, "rmsnorm"}}) {
+        std::tuple{"none", 1, true, "rmsnorm"}, std::tuple{"rope", 2, false, "rmsnorm post"}}) {
     DYNAMIC_SECTION(position << " Hk=" << kv_heads << " " << norm) {
       ModelConfig c = model_config(position, kv_heads, bias);
-      c.norm = norm;  // rmsnorm: the fused RMSNorm too
+      c.norm = "rmsnorm";  // rmsnorm: the fused RMSNorm and residual + RMSNorm too
+      if (std::string(norm) == "layernorm") c.norm = norm;
+      if (std::string(norm) == "rmsnorm post") c.norm_placement = "post";
       if (c.norm == "rmsnorm") c.ffn = "swiglu", c.d_ff = 100;  // the fused SwiGLU, a width with a tail
       torch::manual_seed(3);
       ModernLM model(c);
@@ -113,7 +117,8 @@ TEST_CASE("fused attention: whole-model logits and parameter gradients equal the
       };
       auto [l_plain, g_plain] = run(false);
       auto [l_fused, g_fused] = run(true);
-      CHECK(max_abs(l_fused, l_plain) < 1e-5);
+      // Relative to the largest logit (4-7 here; the differences are float32 rounding, ~1e-5).
+      CHECK(max_abs(l_fused, l_plain) / std::max(1.0, l_plain.abs().max().item<double>()) < 1e-5);
       for (size_t i = 0; i < g_plain.size(); ++i) {
         const double scale = std::max(1.0, g_plain[i].abs().max().item<double>());
         CHECK(max_abs(g_fused[i], g_plain[i]) / scale < 1e-5);
@@ -137,6 +142,49 @@ TEST_CASE("fused attention: KV-cached decoding equals the full forward", "[model
       std::vector<torch::Tensor> steps{model->forward(tokens.slice(1, 0, 5), &cache)};
       for (int64_t t = 5; t < 40; ++t) steps.push_back(model->forward(tokens.slice(1, t, t + 1), &cache));
       CHECK(max_abs(torch::cat(steps, 1), full) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("fused norms and residual + norm: the plain ops' values and gradients", "[model][norm][fused]") {
+  torch::manual_seed(11);
+  auto x0 = torch::randn({3, 7, 20}), a0 = torch::randn({3, 7, 20});  // 20: two vectors of 8 and a tail
+  auto ch = torch::randn({3, 7, 20}), cy = torch::randn({3, 7, 20});  // a loss that weighs both outputs
+  auto w0 = torch::rand({20}) + 0.5, b0 = torch::randn({20});
+  for (std::string kind : {"layernorm", "rmsnorm"}) {
+    for (int mode : {0, 1, 2}) {  // 0: N(x); 1: add_forward, both outputs used; 2: only N(x + a) used
+      DYNAMIC_SECTION(kind << " mode " << mode) {
+        std::shared_ptr<Norm> norm;
+        if (kind == "layernorm") {
+          LayerNorm ln(20, 1e-5);
+          ln->bias.data().copy_(b0);
+          norm = ln.ptr();
+        } else {
+          norm = RMSNorm(20, 1e-5).ptr();
+        }
+        norm->named_parameters()["weight"].data().copy_(w0);
+        // The outputs and the gradients of x, a and every parameter, fused kernels on or off
+        // (off: LibTorch's layer_norm, or pow / mean / rsqrt / mul, and autograd's add).
+        auto run = [&](bool fused) {
+          FusedSwitch sw(fused);
+          auto x = x0.clone().requires_grad_(), a = a0.clone().requires_grad_();
+          norm->zero_grad();
+          auto [h, y] = mode == 0 ? std::pair{x, norm->forward(x)} : norm->add_forward(x, a);
+          auto loss = (y * cy).sum();
+          if (mode == 1) loss = loss + (h * ch).sum();
+          loss.backward();
+          std::vector<torch::Tensor> out{h.detach(), y.detach(), x.grad()};
+          if (mode > 0) out.push_back(a.grad());
+          for (auto& p : norm->parameters()) out.push_back(p.grad().clone());
+          return out;
+        };
+        auto fused = run(true), plain = run(false);
+        REQUIRE(fused.size() == plain.size());
+        for (size_t i = 0; i < fused.size(); ++i) {
+          INFO("output " << i << " (h, y, dx, [da,] dw, [db])");
+          CHECK(max_abs(fused[i], plain[i]) < 1e-5);
+        }
+      }
     }
   }
 }

@@ -58,6 +58,28 @@ using SwigluBackwardFn = void (*)(const float* gu, const float* dout, int64_t ro
 SwigluForwardFn swiglu_forward_kernel();
 SwigluBackwardFn swiglu_backward_kernel();
 
+// LayerNorm / RMSNorm over rows of C floats (norm_kernels_impl.h): y (and h = x + a when the
+// residual branch a is not null), each row's mean (LayerNorm) and 1/σ or 1/rms in rstd.
+struct NormArgs {
+  const float *x, *a, *w, *b;  // b: LayerNorm's shift
+  float *h, *y, *mean, *rstd;
+  int64_t C;
+  float eps;
+};
+// Backward: dx (+ dh, the stream's own gradient, when not null) written; dw (db) accumulated.
+struct NormGradArgs {
+  const float *h, *w, *mean, *rstd, *dy, *dh;
+  float *dx, *dw, *db;
+  int64_t C;
+};
+using NormFn = void (*)(const NormArgs&, int64_t begin, int64_t end);
+using NormGradFn = void (*)(const NormGradArgs&, int64_t begin, int64_t end);
+struct NormKernels {
+  NormFn layernorm_forward, rmsnorm_forward;
+  NormGradFn layernorm_backward, rmsnorm_backward;
+};
+const NormKernels& norm_kernels();
+
 // The best variant for this CPU (AVX2+FMA when available).
 ForwardFn forward_kernel();
 BackwardFn backward_kernel();
@@ -68,12 +90,20 @@ void forward(const ForwardArgs&, const AttnShape&, float*);
 void backward(const BackwardArgs&, const AttnShape&, float*);
 void swiglu_forward(const float*, int64_t, int64_t, float*);
 void swiglu_backward(const float*, const float*, int64_t, int64_t, float*);
+void layernorm_forward(const NormArgs&, int64_t, int64_t);
+void rmsnorm_forward(const NormArgs&, int64_t, int64_t);
+void layernorm_backward(const NormGradArgs&, int64_t, int64_t);
+void rmsnorm_backward(const NormGradArgs&, int64_t, int64_t);
 }  // namespace avx2
 namespace generic {
 void forward(const ForwardArgs&, const AttnShape&, float*);
 void backward(const BackwardArgs&, const AttnShape&, float*);
 void swiglu_forward(const float*, int64_t, int64_t, float*);
 void swiglu_backward(const float*, const float*, int64_t, int64_t, float*);
+void layernorm_forward(const NormArgs&, int64_t, int64_t);
+void rmsnorm_forward(const NormArgs&, int64_t, int64_t);
+void layernorm_backward(const NormGradArgs&, int64_t, int64_t);
+void rmsnorm_backward(const NormGradArgs&, int64_t, int64_t);
 }  // namespace generic
 
 }  // namespace lmx::kernels

@@ -1,6 +1,7 @@
 // The fused attention kernels for any x86-64 (SSE2), and the run-time choice of variant.
 #define LMX_KERNEL_NS generic
 #include "model/attention_kernels_impl.h"
+#include "model/norm_kernels_impl.h"
 #include "model/swiglu_kernels_impl.h"
 
 namespace lmx::kernels {
@@ -42,6 +43,14 @@ SwigluForwardFn swiglu_forward_kernel() {
 SwigluBackwardFn swiglu_backward_kernel() {
   static const SwigluBackwardFn fn = has_avx2() ? &avx2::swiglu_backward : &generic::swiglu_backward;
   return fn;
+}
+
+const NormKernels& norm_kernels() {
+  static const NormKernels k = has_avx2() ? NormKernels{&avx2::layernorm_forward, &avx2::rmsnorm_forward,
+                                                        &avx2::layernorm_backward, &avx2::rmsnorm_backward}
+                                          : NormKernels{&generic::layernorm_forward, &generic::rmsnorm_forward,
+                                                        &generic::layernorm_backward, &generic::rmsnorm_backward};
+  return k;
 }
 
 const char* kernel_isa() { return has_avx2() ? "avx2+fma" : "sse2"; }

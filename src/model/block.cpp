@@ -11,12 +11,22 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, std::shared_ptr<Position> position)
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, int64_t start, std::vector<torch::Tensor>* cache) {
+  auto [h, branch] = forward_residual(x, torch::Tensor(), start, cache);
+  return branch.defined() ? h + branch : h;
+}
+
+std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_residual(const torch::Tensor& x, const torch::Tensor& branch,
+                                                                    int64_t start, std::vector<torch::Tensor>* cache) {
   if (pre_norm_) {
-    auto h = x + self_attn->forward(input_layernorm->forward(x), start, cache);  // (B, T, C)
-    return h + mlp->forward(post_attention_layernorm->forward(h));
+    // The stream's adds go into the next norm (Norm::add_forward): the one after the
+    // attention here, the one after the FFN in the next block (or the model's final norm).
+    auto [s, n1] = input_layernorm->add_forward(x, branch);
+    auto [h, n2] = post_attention_layernorm->add_forward(s, self_attn->forward(n1, start, cache));
+    return {h, mlp->forward(n2)};
   }
-  auto h = input_layernorm->forward(x + self_attn->forward(x, start, cache));
-  return post_attention_layernorm->forward(h + mlp->forward(h));
+  auto s = branch.defined() ? x + branch : x;
+  auto h = input_layernorm->add_forward(s, self_attn->forward(s, start, cache)).second;
+  return {post_attention_layernorm->add_forward(h, mlp->forward(h)).second, torch::Tensor()};
 }
 
 }  // namespace lmx

@@ -8,6 +8,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -22,6 +23,11 @@ class BlockImpl : public torch::nn::Module {
   BlockImpl(const ModelConfig& cfg, std::shared_ptr<Position> position);
   // x (B, T, C) at positions [start, start + T); cache: this layer's KV tensors or null.
   torch::Tensor forward(const torch::Tensor& x, int64_t start, std::vector<torch::Tensor>* cache);
+  // The same block on the stream x + branch (branch may be undefined), its output returned
+  // as {stream, branch} with the last residual add left to the caller: pre-norm gives it to
+  // the next norm to fuse; post-norm returns {output, undefined}.
+  std::pair<torch::Tensor, torch::Tensor> forward_residual(const torch::Tensor& x, const torch::Tensor& branch,
+                                                           int64_t start, std::vector<torch::Tensor>* cache);
 
   std::shared_ptr<Attention> self_attn;
   std::shared_ptr<Ffn> mlp;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "model/attention.h"
 #include "model/block.h"
@@ -89,9 +90,14 @@ torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache)
   auto x = p.embed_tokens(tokens);  // (B, T, C)
   if (cfg_.embed_scale == "sqrt_d") x = x * std::sqrt(static_cast<double>(cfg_.d_model));
   x = p.position->embed(x, start);
-  for (size_t i = 0; i < p.layers.size(); ++i) x = p.layers[i]->forward(x, start, cache ? &cache->layers[i] : nullptr);
+  torch::Tensor branch;  // the last block's residual branch, added by the next norm
+  for (size_t i = 0; i < p.layers.size(); ++i)
+    std::tie(x, branch) = p.layers[i]->forward_residual(x, branch, start, cache ? &cache->layers[i] : nullptr);
+  torch::Tensor y;
+  if (p.norm) std::tie(x, y) = p.norm->add_forward(x, branch);
+  else if (branch.defined()) x = x + branch;
   if (keep_stream) last_stream = x.detach();
-  if (p.norm) x = p.norm->forward(x);
+  if (p.norm) x = y;
   if (cache) cache->length += tokens.size(1);
   return p.lm_head->forward(x);  // (B, T, V)
 }

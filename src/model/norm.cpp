@@ -5,67 +5,96 @@
 #include <torch/autograd.h>
 
 #include <cmath>
+#include <optional>
+#include <utility>
 
+#include "model/attention_kernels.h"
 #include "model/fused_attention.h"
 
 namespace lmx {
 
 namespace {
 
-// RMSNorm over the last dim of a float32 tensor as one autograd op (two passes over memory
-// instead of pow, mean, add, rsqrt, mul, mul and their backwards). With r = 1/√(mean(x²)+ε):
-//   y = x·r·w;  dx = r·dy·w − x·r³·mean(dy·w·x);  dw = Σ_rows dy·x·r.
-class RMSNormFn : public torch::autograd::Function<RMSNormFn> {
+// LayerNorm or RMSNorm over the last dim of a float32 tensor as one autograd op, optionally
+// with the residual add before it (Norm::add_forward): h = x + a and y = N(h) are both outputs,
+// and the backward returns dh + dx(h) for x and a, what autograd's add and gradient sum would,
+// so neither is a pass of its own. Kernels: norm_kernels_impl.h. Inputs: a and b may be empty
+// (no residual; RMSNorm has no shift); autograd inputs must be defined tensors.
+class NormFn : public torch::autograd::Function<NormFn> {
  public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in,
-                               const torch::Tensor& w_in, double eps) {
-    auto x = x_in.contiguous(), w = w_in.contiguous();
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in,
+                                                const torch::Tensor& a_in, const torch::Tensor& w_in,
+                                                const torch::Tensor& b_in, double eps) {
+    const bool residual = a_in.numel() > 0, layer = b_in.numel() > 0;
+    auto x = x_in.contiguous(), w = w_in.contiguous(), a = a_in.contiguous(), b = b_in.contiguous();
     const int64_t C = x.size(-1), N = x.numel() / C;
+    auto h = residual ? torch::empty_like(x) : x;
     auto y = torch::empty_like(x);
-    auto r = torch::empty({N}, x.options());
-    const float *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
-    float *yp = y.data_ptr<float>(), *rp = r.data_ptr<float>();
-    at::parallel_for(0, N, 256, [&](int64_t begin, int64_t end) {
-      for (int64_t n = begin; n < end; ++n) {
-        const float* xr = xp + n * C;
-        float* yr = yp + n * C;
-        float ss = 0;
-        for (int64_t c = 0; c < C; ++c) ss += xr[c] * xr[c];
-        const float ri = 1.0f / std::sqrt(ss / C + static_cast<float>(eps));
-        rp[n] = ri;
-        for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * ri * wp[c];
-      }
-    });
-    ctx->save_for_backward({x, w, r});
-    return y;
+    auto mean = layer ? torch::empty({N}, x.options()) : torch::empty({0}, x.options());
+    auto rstd = torch::empty({N}, x.options());
+    kernels::NormArgs args{x.data_ptr<float>(),
+                           residual ? a.data_ptr<float>() : nullptr,
+                           w.data_ptr<float>(),
+                           layer ? b.data_ptr<float>() : nullptr,
+                           h.data_ptr<float>(),
+                           y.data_ptr<float>(),
+                           layer ? mean.data_ptr<float>() : nullptr,
+                           rstd.data_ptr<float>(),
+                           C,
+                           static_cast<float>(eps)};
+    const auto& k = kernels::norm_kernels();
+    const auto kernel = layer ? k.layernorm_forward : k.rmsnorm_forward;
+    at::parallel_for(0, N, 256, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+    ctx->save_for_backward({h, w, mean, rstd});
+    ctx->saved_data["residual"] = residual;
+    ctx->saved_data["layer"] = layer;
+    if (residual) return {h, y};
+    return {y};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const auto &x = saved[0], &w = saved[1], &r = saved[2];
-    auto dy = grads[0].contiguous();
-    const int64_t C = x.size(-1), N = x.numel() / C;
-    auto dx = torch::empty_like(x);
-    auto dw = torch::zeros({C}, x.options());
-    const float *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>(), *rp = r.data_ptr<float>(),
-                *gp = dy.data_ptr<float>();
-    float *dxp = dx.data_ptr<float>(), *dwp = dw.data_ptr<float>();
-    for (int64_t n = 0; n < N; ++n) {  // serial: dw sums over rows
-      const float *xr = xp + n * C, *gr = gp + n * C;
-      float* dxr = dxp + n * C;
-      const float ri = rp[n];
-      float dot = 0;
-      for (int64_t c = 0; c < C; ++c) dot += gr[c] * wp[c] * xr[c];
-      const float coef = ri * ri * ri * dot / C;
-      for (int64_t c = 0; c < C; ++c) {
-        dxr[c] = ri * gr[c] * wp[c] - xr[c] * coef;
-        dwp[c] += gr[c] * xr[c] * ri;
-      }
-    }
-    return {dx, dw, torch::Tensor()};
+    const auto &h = saved[0], &w = saved[1], &mean = saved[2], &rstd = saved[3];
+    const bool residual = ctx->saved_data["residual"].toBool(), layer = ctx->saved_data["layer"].toBool();
+    auto dy = grads.back().defined() ? grads.back().contiguous() : torch::zeros_like(h);
+    auto dh = residual && grads[0].defined() ? grads[0].contiguous() : torch::Tensor();
+    const int64_t C = h.size(-1), N = h.numel() / C;
+    auto dx = torch::empty_like(h);
+    auto dw = torch::zeros({C}, h.options());
+    auto db = layer ? torch::zeros({C}, h.options()) : torch::Tensor();
+    kernels::NormGradArgs args{h.data_ptr<float>(),
+                               w.data_ptr<float>(),
+                               layer ? mean.data_ptr<float>() : nullptr,
+                               rstd.data_ptr<float>(),
+                               dy.data_ptr<float>(),
+                               dh.defined() ? dh.data_ptr<float>() : nullptr,
+                               dx.data_ptr<float>(),
+                               dw.data_ptr<float>(),
+                               layer ? db.data_ptr<float>() : nullptr,
+                               C};
+    const auto& k = kernels::norm_kernels();
+    (layer ? k.layernorm_backward : k.rmsnorm_backward)(args, 0, N);  // serial: dw and db sum over rows
+    return {dx, residual ? dx : torch::Tensor(), dw, db, torch::Tensor()};
   }
 };
+
+bool fused_norm(const torch::Tensor& x, const torch::Tensor& weight) {
+  return x.scalar_type() == torch::kFloat32 && x.device().is_cpu() && weight.scalar_type() == torch::kFloat32 &&
+         fused_attention_enabled();
+}
+
+// {h, y} through NormFn when it applies (a may be undefined), else nullopt.
+std::optional<std::pair<torch::Tensor, torch::Tensor>> fused_add_norm(const torch::Tensor& x, const torch::Tensor& a,
+                                                                      const torch::Tensor& w, const torch::Tensor& b,
+                                                                      double eps) {
+  if (!fused_norm(x, w) || (b.defined() && b.scalar_type() != torch::kFloat32)) return std::nullopt;
+  if (a.defined() && (a.sizes() != x.sizes() || a.scalar_type() != x.scalar_type())) return std::nullopt;
+  auto empty = torch::empty({0}, x.options());
+  auto out = NormFn::apply(x, a.defined() ? a : empty, w, b.defined() ? b : empty, eps);
+  if (a.defined()) return std::pair{out[0], out[1]};
+  return std::pair{x, out[0]};
+}
 
 }  // namespace
 
@@ -75,6 +104,7 @@ LayerNormImpl::LayerNormImpl(int64_t dim, double eps) : eps_(eps) {
 }
 
 torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+  if (auto f = fused_add_norm(x, torch::Tensor(), weight, bias, eps_)) return f->second;
   auto xf = x.to(torch::kFloat32);
   auto y = torch::layer_norm(xf, {xf.size(-1)}, weight.to(torch::kFloat32), bias.to(torch::kFloat32), eps_);
   return y.to(x.scalar_type());
@@ -84,13 +114,27 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
   weight = register_parameter("weight", torch::ones({dim}));
 }
 
+std::pair<torch::Tensor, torch::Tensor> Norm::add_forward(const torch::Tensor& x, const torch::Tensor& a) {
+  if (!a.defined()) return {x, forward(x)};
+  auto h = x + a;
+  return {h, forward(h)};
+}
+
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  if (x.scalar_type() == torch::kFloat32 && x.device().is_cpu() && weight.scalar_type() == torch::kFloat32 &&
-      fused_attention_enabled())
-    return RMSNormFn::apply(x, weight, eps_);
+  if (auto f = fused_add_norm(x, torch::Tensor(), weight, torch::Tensor(), eps_)) return f->second;
   auto xf = x.to(torch::kFloat32);
   auto inv_rms = torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps_);  // (..., 1)
   return (xf * inv_rms * weight.to(torch::kFloat32)).to(x.scalar_type());
+}
+
+std::pair<torch::Tensor, torch::Tensor> LayerNormImpl::add_forward(const torch::Tensor& x, const torch::Tensor& a) {
+  if (auto f = fused_add_norm(x, a, weight, bias, eps_)) return *f;
+  return Norm::add_forward(x, a);
+}
+
+std::pair<torch::Tensor, torch::Tensor> RMSNormImpl::add_forward(const torch::Tensor& x, const torch::Tensor& a) {
+  if (auto f = fused_add_norm(x, a, weight, torch::Tensor(), eps_)) return *f;
+  return Norm::add_forward(x, a);
 }
 
 }  // namespace lmx

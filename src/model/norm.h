@@ -5,6 +5,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <memory>
+#include <utility>
 
 #include "config/config.h"
 
@@ -15,6 +16,9 @@ namespace lmx {
 class Norm : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+  // A residual add and this norm: {h, N(h)} with h = x + a (a undefined: h = x). LayerNorm
+  // and RMSNorm fuse the two into one op (float32 on CPU, fused kernels on).
+  virtual std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& a);
 };
 
 // (x − mean(x)) / sqrt(var(x) + ε) · γ + β, biased variance (Ba et al. 2016).
@@ -22,6 +26,7 @@ class LayerNormImpl : public Norm {
  public:
   LayerNormImpl(int64_t dim, double eps);
   torch::Tensor forward(const torch::Tensor& x) override;
+  std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& a) override;
 
   torch::Tensor weight, bias;  // (C) γ, β
 
@@ -35,6 +40,7 @@ class RMSNormImpl : public Norm {
  public:
   RMSNormImpl(int64_t dim, double eps);
   torch::Tensor forward(const torch::Tensor& x) override;
+  std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& a) override;
 
   torch::Tensor weight;  // (C) γ
 
