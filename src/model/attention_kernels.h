@@ -80,6 +80,18 @@ struct NormKernels {
 };
 const NormKernels& norm_kernels();
 
+// Cross-entropy over rows of V logits (loss_kernels_impl.h): losses[r] and dlogits (the
+// gradient of scale·Σ losses) for rows [begin, end); rows whose target is `ignore`: 0.
+struct CrossEntropyArgs {
+  const float* logits;
+  const int64_t* targets;
+  int64_t V, ignore;
+  float scale;
+  float *losses, *dlogits;
+};
+using CrossEntropyFn = void (*)(const CrossEntropyArgs&, int64_t begin, int64_t end);
+CrossEntropyFn cross_entropy_kernel();
+
 // The best variant for this CPU (AVX2+FMA when available).
 ForwardFn forward_kernel();
 BackwardFn backward_kernel();
@@ -94,6 +106,7 @@ void layernorm_forward(const NormArgs&, int64_t, int64_t);
 void rmsnorm_forward(const NormArgs&, int64_t, int64_t);
 void layernorm_backward(const NormGradArgs&, int64_t, int64_t);
 void rmsnorm_backward(const NormGradArgs&, int64_t, int64_t);
+void cross_entropy(const CrossEntropyArgs&, int64_t, int64_t);
 }  // namespace avx2
 namespace generic {
 void forward(const ForwardArgs&, const AttnShape&, float*);
@@ -104,6 +117,7 @@ void layernorm_forward(const NormArgs&, int64_t, int64_t);
 void rmsnorm_forward(const NormArgs&, int64_t, int64_t);
 void layernorm_backward(const NormGradArgs&, int64_t, int64_t);
 void rmsnorm_backward(const NormGradArgs&, int64_t, int64_t);
+void cross_entropy(const CrossEntropyArgs&, int64_t, int64_t);
 }  // namespace generic
 
 }  // namespace lmx::kernels

@@ -1,6 +1,7 @@
 // The fused attention kernels for any x86-64 (SSE2), and the run-time choice of variant.
 #define LMX_KERNEL_NS generic
 #include "model/attention_kernels_impl.h"
+#include "model/loss_kernels_impl.h"
 #include "model/norm_kernels_impl.h"
 #include "model/swiglu_kernels_impl.h"
 
@@ -51,6 +52,11 @@ const NormKernels& norm_kernels() {
                                           : NormKernels{&generic::layernorm_forward, &generic::rmsnorm_forward,
                                                         &generic::layernorm_backward, &generic::rmsnorm_backward};
   return k;
+}
+
+CrossEntropyFn cross_entropy_kernel() {
+  static const CrossEntropyFn fn = has_avx2() ? &avx2::cross_entropy : &generic::cross_entropy;
+  return fn;
 }
 
 const char* kernel_isa() { return has_avx2() ? "avx2+fma" : "sse2"; }

@@ -12,7 +12,8 @@ namespace lmx {
 
 // Whether the kernels handle this case: float32 on the CPU, head dim a multiple of 8 up to
 // 256, and fused attention enabled (set_fused_attention; LMX_FUSED_ATTENTION=0 turns it off).
-// The same switch turns the fused float32 RMSNorm (model/norm.cpp) on and off.
+// The same switch turns the other fused float32 kernels on and off: LayerNorm / RMSNorm with
+// the residual add (model/norm.cpp), SwiGLU (model/ffn.cpp), cross-entropy (model/loss.h).
 bool fused_attention_supported(const torch::Tensor& x, int64_t head_dim);
 void set_fused_attention(bool enabled);
 bool fused_attention_enabled();

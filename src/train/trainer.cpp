@@ -16,6 +16,7 @@
 #include "data/tokenizer.h"
 #include "dist/dist.h"
 #include "model/checkpoint.h"
+#include "model/loss.h"
 #include "model/memory.h"
 #include "train/optimizer.h"
 #include "model/precision.h"
@@ -73,9 +74,8 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
   StepResult r;
   // Data-parallel: this rank's token losses summed over the global batch's token count, so
   // that the sum of the ranks' gradients is one process's gradient of the global batch.
-  auto ce = torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore);
-  if (group) ce = ce.reduction(torch::kSum);
-  torch::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape(-1), ce);
+  torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape(-1), data::kIgnore,
+                                        /*sum=*/group != nullptr);
   if (group) {
     if (global_tokens < 0) throw std::logic_error("train_step: data-parallel without the global token count");
     r.tokens = global_tokens;

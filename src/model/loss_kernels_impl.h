@@ -1,0 +1,56 @@
+// The fused cross-entropy kernel (declared in attention_kernels.h, dispatched like the
+// attention kernels): included by the same per-instruction-set .cpp files with LMX_KERNEL_NS set.
+// Per row of V logits x with target t: loss = lse(x) − x[t] and, in the same pass, the
+// gradient (softmax(x) − onehot(t))·scale; a row whose target is `ignore` gets loss 0 and a zero
+// gradient. The backward then only scales the gradient (llm.c's fused classifier).
+#pragma once
+#include <cmath>
+
+#include "model/attention_kernels.h"
+#include "model/kernel_vec.h"
+
+namespace lmx::kernels::LMX_KERNEL_NS {
+
+void cross_entropy(const CrossEntropyArgs& p, int64_t begin, int64_t end) {
+  const int64_t V = p.V;
+  for (int64_t r = begin; r < end; ++r) {
+    const float* x = p.logits + r * V;
+    float* d = p.dlogits + r * V;
+    const int64_t t = p.targets[r];
+    if (t == p.ignore) {
+      for (int64_t j = 0; j < V; ++j) d[j] = 0;
+      p.losses[r] = 0;
+      continue;
+    }
+    int64_t j = 0;
+    float m = x[0];
+    if (V >= 8) {
+      v8f mx = vload(x);
+      for (j = 8; j + 8 <= V; j += 8) {
+        const v8f v = vload(x + j);
+        mx = v > mx ? v : mx;
+      }
+      for (int k = 0; k < 8; ++k) m = m > mx[k] ? m : mx[k];
+    }
+    for (; j < V; ++j) m = m > x[j] ? m : x[j];
+    v8f sumv = splat(0.0f);
+    float tail = 0;
+    j = 0;
+    for (; j + 8 <= V; j += 8) {
+      const v8f e = vexp(vload(x + j) - splat(m));
+      vstore(d + j, e);
+      sumv += e;
+    }
+    for (; j < V; ++j) tail += d[j] = std::exp(x[j] - m);
+    float sum = tail;
+    for (int k = 0; k < 8; ++k) sum += sumv[k];
+    p.losses[r] = m + std::log(sum) - x[t];
+    const float s = p.scale / sum;
+    j = 0;
+    for (; j + 8 <= V; j += 8) vstore(d + j, vload(d + j) * splat(s));
+    for (; j < V; ++j) d[j] *= s;
+    d[t] -= p.scale;
+  }
+}
+
+}  // namespace lmx::kernels::LMX_KERNEL_NS

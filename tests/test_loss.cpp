@@ -1,0 +1,62 @@
+// The fused cross-entropy (model/loss.h) against LibTorch's cross_entropy: loss and logits
+// gradient, mean and sum, vocabularies with and without a tail past the 8-float vectors,
+// ignored targets, and every target ignored.
+#include "catch.h"
+
+#include <torch/nn/functional/loss.h>
+
+#include <cmath>
+
+#include "experiments/probe.h"
+#include "model/fused_attention.h"
+#include "model/loss.h"
+#include "util/error.h"
+
+using namespace lmx;
+using lmx::experiments::max_abs;
+
+namespace {
+
+// The loss and the logits' gradient, with the fused kernels on or off (off: LibTorch's).
+std::pair<torch::Tensor, torch::Tensor> ce_and_grad(const torch::Tensor& logits0, const torch::Tensor& targets,
+                                                    bool sum, bool fused) {
+  const bool before = fused_attention_enabled();
+  set_fused_attention(fused);
+  auto logits = logits0.clone().requires_grad_();
+  auto loss = lm_cross_entropy(logits, targets, /*ignore=*/-100, sum);
+  set_fused_attention(before);
+  loss.backward(torch::full({}, 0.7));  // a scaled upstream gradient
+  return {loss.detach(), logits.grad()};
+}
+
+}  // namespace
+
+TEST_CASE("fused cross-entropy: LibTorch's loss and gradient", "[model][loss][fused]") {
+  for (int64_t V : {64, 91, 5}) {
+    for (bool sum : {false, true}) {
+      DYNAMIC_SECTION("V=" << V << (sum ? " sum" : " mean")) {
+        torch::manual_seed(V);
+        auto logits = torch::randn({37, V}) * 3;
+        auto targets = torch::randint(V, {37}, torch::kInt64);
+        targets.index_put_({torch::arange(0, 37, 5)}, -100);  // every fifth row ignored
+        auto [l_fused, g_fused] = ce_and_grad(logits, targets, sum, true);
+        auto [l_plain, g_plain] = ce_and_grad(logits, targets, sum, false);
+        CHECK(std::abs(l_fused.item<double>() - l_plain.item<double>()) <=
+              1e-5 * std::max(1.0, std::abs(l_plain.item<double>())));
+        CHECK(max_abs(g_fused, g_plain) < 1e-6);
+        CHECK(g_fused.select(0, 0).abs().max().item<double>() == 0.0);  // an ignored row
+      }
+    }
+  }
+  SECTION("every target ignored: the mean is NaN, the sum 0, as LibTorch's") {
+    auto logits = torch::randn({4, 16});
+    auto targets = torch::full({4}, -100, torch::kInt64);
+    CHECK(std::isnan(ce_and_grad(logits, targets, false, true).first.item<double>()));
+    CHECK(std::isnan(ce_and_grad(logits, targets, false, false).first.item<double>()));
+    CHECK(ce_and_grad(logits, targets, true, true).first.item<double>() == 0.0);
+  }
+  SECTION("a target outside the vocabulary: an input error naming it") {
+    auto targets = torch::tensor({1, 16}, torch::kInt64);
+    CHECK_THROWS_AS(lm_cross_entropy(torch::randn({2, 16}), targets, -100, false), InputError);
+  }
+}
