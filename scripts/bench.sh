@@ -5,9 +5,11 @@
 #  2. Karpathy's llm.c CPU trainer (../shared/bench/llmc/run.sh, pinned copy): its GPT-2 shape
 #     (GELU-tanh, learned positions, tied embeddings; lmx runs the same shape), runs
 #     interleaved with lmx, min and median per side.
+# The eager comparison runs --rounds times (default 3): each round measures the sgemm peak, lmx
+# and the peer one after the other; the table gives medians and the per-round speed-ups.
 # Prints the Markdown tables of docs/PERFORMANCE.md and keeps the raw CSVs and logs.
 #   scripts/bench.sh [--steps N] [--warmup N] [--threads "1 2"] [--recipes "textbook llama"]
-#                    [--peers "eager llmc"] [--llmc-runs N] [--out DIR]
+#                    [--peers "eager llmc"] [--rounds N] [--llmc-runs N] [--out DIR]
 # Environment: LMX (binary, default build/lmx), PEER (peer script), PYTHON (default /usr/bin/python3),
 # LLMC (the llm.c runner, default ../shared/bench/llmc/run.sh).
 set -euo pipefail
@@ -16,7 +18,7 @@ lmx="${LMX:-$root/build/lmx}"
 peer="${PEER:-$root/../shared/bench/pytorch_eager.py}"
 python="${PYTHON:-/usr/bin/python3}"
 llmc="${LLMC:-$root/../shared/bench/llmc/run.sh}"
-steps=60 warmup=10 threads_list="1 2" recipes="textbook llama" out="" peers="eager llmc" llmc_runs=5
+steps=60 warmup=10 threads_list="1 2" recipes="textbook llama" out="" peers="eager llmc" llmc_runs=5 rounds=3
 while (($#)); do
   case "$1" in
     --steps) steps="$2"; shift 2 ;;
@@ -26,13 +28,15 @@ while (($#)); do
     --out) out="$2"; shift 2 ;;
     --peers) peers="$2"; shift 2 ;;
     --llmc-runs) llmc_runs="$2"; shift 2 ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 # Build (or rebuild after source changes) through the launcher, unless LMX names a binary.
 [[ -n "${LMX:-}" ]] || "$root/lmx" --version > /dev/null
 has_peer() { [[ " $peers " == *" $1 "* ]]; }
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --rounds '$rounds' is not a positive integer (e.g. --rounds 3)" >&2; exit 2; }
 [[ "$llmc_runs" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --llmc-runs '$llmc_runs' is not a positive integer (e.g. --llmc-runs 5)" >&2; exit 2; }
 for p in $peers; do
   [[ "$p" == eager || "$p" == llmc ]] || { echo "bench.sh: --peers: unknown peer '$p' (valid: eager, llmc)" >&2; exit 2; }
@@ -48,8 +52,9 @@ grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo 2> /dev/null && bf16=1
 if has_peer eager; then
 echo "## lmx vs the PyTorch eager peer"
 echo
+for round in $(seq "$rounds"); do
 for n in $threads_list; do
-  "$lmx" -q --threads "$n" bench --peak --csv "$out/peak_$n.csv" >/dev/null
+  "$lmx" -q --threads "$n" bench --peak --csv "$out/peak_${n}_r$round.csv" >/dev/null
 done
 for recipe in $recipes; do
   cfg="$root/configs/$recipe.yaml"
@@ -57,47 +62,58 @@ for recipe in $recipes; do
   dff=$("$lmx" -q params "$cfg" --set model.vocab_size=64 | grep -o 'd_ff [0-9]*' | head -1 | cut -d' ' -f2 || true)
   for n in $threads_list; do
     "$lmx" -q --threads "$n" bench "$cfg" --batch 32 --seq-len 64 --vocab 64 --steps "$steps" --warmup "$warmup" \
-      --decode-len 512 --csv "$out/lmx_${recipe}_$n.csv" >/dev/null
+      --decode-len 512 --csv "$out/lmx_${recipe}_${n}_r$round.csv" >/dev/null
     extra=()
     [[ "$dff" =~ ^[0-9]+$ ]] && extra=(--d-ff "$dff")
     OMP_NUM_THREADS="$n" OPENBLAS_NUM_THREADS="$n" "$python" "$peer" --recipe "$recipe" --threads "$n" \
-      --batch 32 --seq-len 64 --steps "$steps" --warmup "$warmup" "${extra[@]}" >"$out/peer_${recipe}_$n.csv"
+      --batch 32 --seq-len 64 --steps "$steps" --warmup "$warmup" "${extra[@]}" >"$out/peer_${recipe}_${n}_r$round.csv"
     # bf16 autocast where the CPU has bf16 instructions (AVX512-BF16 or AMX): its own row, against
     # the same fp32 peer run (not the same arithmetic, so not an entry in the fp32 comparison).
     if ((bf16)); then
       "$lmx" -q --threads "$n" bench "$cfg" --set train.precision=bf16 --batch 32 --seq-len 64 --vocab 64 \
-        --steps "$steps" --warmup "$warmup" --decode-len 512 --csv "$out/lmx_${recipe}_${n}_bf16.csv" >/dev/null
+        --steps "$steps" --warmup "$warmup" --decode-len 512 --csv "$out/lmx_${recipe}_${n}_bf16_r$round.csv" >/dev/null
     fi
   done
 done
+done
 
-"$python" - "$out" "$threads_list" "$recipes" <<'EOF'
-import csv, sys
-out, threads, recipes = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+"$python" - "$out" "$threads_list" "$recipes" "$rounds" <<'EOF'
+import csv, os, statistics, sys
+out, threads, recipes, rounds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), int(sys.argv[4])
 def row(path):
     with open(path) as f:
         return list(csv.DictReader(f))[-1]
-print("| recipe | threads | params lmx / peer | lmx ms/step | peer ms/step | speed-up | lmx GFLOP/s | "
+med = statistics.median
+print(f"{rounds} round(s), each: sgemm peak, then per recipe and thread count lmx and the peer one after the "
+      "other. ms/step, GFLOP/s, MFU and decode columns: medians over the rounds (MFU against the same "
+      "round's peak); speed-up: the median of the rounds' peer ÷ lmx, with their range.")
+print()
+print("| recipe | threads | params lmx / peer | lmx ms/step | peer ms/step | speed-up (rounds) | lmx GFLOP/s | "
       "matmul peak GFLOP/s | lmx MFU | peer MFU | KV decode tok/s | recompute tok/s | KV speed-up | lmx peak RSS MiB |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-import os
 for r in recipes:
     for n in threads:
-        p = row(f"{out}/peer_{r}_{n}.csv")
-        peak = float(row(f"{out}/peak_{n}.csv")["peak_gflops"])
         for suffix, label in (("", r), ("_bf16", f"{r} (lmx bf16)")):
-            path = f"{out}/lmx_{r}_{n}{suffix}.csv"
-            if not os.path.exists(path):
+            rs = [k for k in range(1, rounds + 1) if os.path.exists(f"{out}/lmx_{r}_{n}{suffix}_r{k}.csv")]
+            if not rs:
                 continue
-            l = row(path)
-            lms, pms = float(l["ms_per_step"]), float(p["ms_per_step"])
-            gflop = float(l["gflop_per_step"])
+            L = [row(f"{out}/lmx_{r}_{n}{suffix}_r{k}.csv") for k in rs]
+            P = [row(f"{out}/peer_{r}_{n}_r{k}.csv") for k in rs]
+            peaks = [float(row(f"{out}/peak_{n}_r{k}.csv")["peak_gflops"]) for k in rs]
+            lms = [float(l["ms_per_step"]) for l in L]
+            pms = [float(p["ms_per_step"]) for p in P]
+            gflop = float(L[0]["gflop_per_step"])
+            ratios = [p / l for p, l in zip(pms, lms)]
+            spread = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
             # MFU is against the fp32 sgemm peak; bf16 matmuls run in oneDNN, not OpenBLAS, so the
             # bf16 row has none.
-            mfu = "n/a (bf16)" if suffix else f"{gflop / lms * 1e3 / peak:.0%}"
-            print(f"| {label} | {n} | {l['params']} / {p['params']} | {lms:.2f} | {pms:.2f} | {pms / lms:.2f}x | "
-                  f"{gflop / lms * 1e3:.1f} | {peak:.1f} | {mfu} | {gflop / pms * 1e3 / peak:.0%} | "
-                  f"{l['decode_kv_tok_s']} | {l['decode_recompute_tok_s']} | {l['kv_speedup']}x | {l['peak_rss_mib']} |")
+            mfu = "n/a (bf16)" if suffix else f"{med(gflop / l * 1e3 / pk for l, pk in zip(lms, peaks)):.0%}"
+            peer_mfu = med(gflop / p * 1e3 / pk for p, pk in zip(pms, peaks))
+            print(f"| {label} | {n} | {L[0]['params']} / {P[0]['params']} | {med(lms):.2f} | {med(pms):.2f} | "
+                  f"{med(ratios):.2f}x{spread} | {gflop / med(lms) * 1e3:.1f} | {med(peaks):.1f} | {mfu} | "
+                  f"{peer_mfu:.0%} | {med(float(l['decode_kv_tok_s']) for l in L):.0f} | "
+                  f"{med(float(l['decode_recompute_tok_s']) for l in L):.0f} | "
+                  f"{med(float(l['kv_speedup']) for l in L):.2f}x | {max(float(l['peak_rss_mib']) for l in L):.1f} |")
 EOF
 fi
 
