@@ -39,38 +39,6 @@ torch::Tensor activation(const std::string& name, const torch::Tensor& x, double
   return activate(activation_from_name(name), x, swish_beta);
 }
 
-namespace {
-
-// ReLU in place on a temporary (the projection's output), as one autograd op whose backward
-// masks the incoming gradient in place when nothing else holds it (the gradient from the
-// down projection's GEMM): no new (rows, F) tensor to allocate and write, as
-// threshold_backward makes.
-class ReluInPlaceFn : public torch::autograd::Function<ReluInPlaceFn> {
- public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h) {
-    auto y = h;
-    y.relu_();
-    ctx->mark_dirty({y});
-    ctx->save_for_backward({y});
-    return y;
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    const auto y = ctx->get_saved_variables()[0];
-    auto g = std::move(grads[0]);
-    const bool own = g.defined() && g.is_contiguous() && g.use_count() == 1 && g.storage().use_count() == 1 &&
-                     g.sizes() == y.sizes() && y.is_contiguous();
-    if (!own) return {torch::threshold_backward(g, y, 0)};
-    float* gp = g.data_ptr<float>();
-    const float* yp = y.data_ptr<float>();
-    const int64_t n = g.numel();
-    for (int64_t i = 0; i < n; ++i) gp[i] = yp[i] > 0.0f ? gp[i] : 0.0f;
-    return {g};
-  }
-};
-
-}  // namespace
-
 PlainFfnImpl::PlainFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), beta_(cfg.swish_beta) {
   const int64_t F = cfg.ffn_hidden(/*gated=*/false);
   up_proj = register_module("up_proj", make_linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
@@ -82,12 +50,7 @@ torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
   // backward does not keep, and not a view, which would make autograd copy it back): one
   // (B, T, F) tensor less to allocate and write.
   auto h = linear_2d(x.reshape({-1, x.size(-1)}), up_proj);  // (B·T, F)
-  if (act_ == Activation::Relu)
-    h = h.requires_grad() && h.scalar_type() == torch::kFloat32 && h.device().is_cpu() && fused_attention_enabled()
-            ? ReluInPlaceFn::apply(h)
-            : h.relu_();
-  else
-    h = activate(act_, h, beta_);
+  h = act_ == Activation::Relu ? h.relu_() : activate(act_, h, beta_);
   auto shape = x.sizes().vec();
   if (keep_hidden) {
     shape.back() = h.size(-1);
