@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "data/corpus.h"
 #include "experiments/spec.h"
 #include "model/sizes.h"
@@ -148,6 +150,30 @@ TEST_CASE("lmx sweep runs the grid in parallel jobs and writes one summary", "[s
   CHECK(ok_rows == 4);
   CHECK(r.output.find("model.ffn=swiglu") != std::string::npos);
   CHECK(fs::exists(out + "/runs/001-model.ffn=swiglu-s1/seed1/model.safetensors"));
+}
+
+TEST_CASE("a sweep starts its runs from the binary it started as, even once that file is replaced",
+          "[sweep][cli]") {
+  TempDir dir;
+  auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/textbook.yaml") +
+                                      "\nseeds: [0, 1]\nset: {train.steps: 2, train.eval_every: 0, data.train_docs: 100, "
+                                      "data.val_docs: 20, data.test_docs: 20, train.batch_size: 8}\n");
+  // A copy of lmx next to it (its tokenizer module lives there) runs the sweep, which waits for
+  // its first job slot (an empty jobserver pipe) while the copy is deleted and its path given
+  // to a file that is no program (a rebuild does the same). Then one slot: both runs must start.
+  const std::string copy = std::string(LMX_BINARY) + ".replaced-" + std::to_string(::getpid());
+  const std::string d = dir.path.string();
+  auto r = lmx::test::run_shell(
+      "cd '" + d + "' && cp '" + LMX_BINARY + "' '" + copy + "' && mkfifo slots && exec 3<>slots && " +
+      "{ LMX_JOBSERVER=slots '" + copy + "' -q --threads 1 sweep '" + spec + "' --out out > sweep.log 2>&1 & } && " +
+      "pid=$! && sleep 2 && rm '" + copy + "' && echo 'not lmx' > '" + copy + "' && printf x >&3 && " +
+      "{ wait $pid; echo rc=$?; rm -f '" + copy + "'; cat sweep.log; }");
+  INFO(r.output);
+  CHECK(r.output.find("rc=0") != std::string::npos);
+  Table t = read_csv(d + "/out/summary.csv");
+  int ok_rows = 0;
+  for (const auto& row : t.rows) ok_rows += row[2] == "ok";
+  CHECK(ok_rows == 2);
 }
 
 TEST_CASE("lmx ablate --one-at-a-time walks original -> llama one change per step", "[sweep][cli]") {

@@ -75,6 +75,7 @@ int error_exit(const lmx::Error& e) {
 
 int main(int argc, char** argv) {
   using namespace lmx;
+  runtime::open_self();
   runtime::tune_allocator();
   runtime::flush_denormals();
   signals::install_early();  // SIGTERM before the job starts exits 130, as SIGINT does

@@ -35,7 +35,11 @@ namespace lmx {
 
 int spawn_self(const std::vector<std::string>& args, const std::string& log_path, bool append,
                const std::vector<std::string>& env) {
-  std::vector<std::string> argv_s = {fs::read_symlink("/proc/self/exe").string()};
+  // argv[0] names the binary for ps and logs; the program comes from the file opened at start.
+  std::string self = fs::read_symlink("/proc/self/exe").string();
+  if (const auto pos = self.rfind(" (deleted)"); pos != std::string::npos && pos + 10 == self.size()) self.resize(pos);
+  std::vector<std::string> argv_s = {self};
+  const std::string exec_path = runtime::self_exec_path();
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
@@ -63,7 +67,7 @@ int spawn_self(const std::vector<std::string>& args, const std::string& log_path
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, exec_path.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) throw RuntimeError(fmt::format("cannot start {}: {}", argv_s[0], std::strerror(rc)));

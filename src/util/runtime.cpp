@@ -7,11 +7,13 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
+#include <fcntl.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -144,6 +146,21 @@ int local_world_size() {
   int local = env_int("LOCAL_WORLD_SIZE", 0);
   if (local <= 0) local = env_int("SLURM_NTASKS_PER_NODE", 1);
   return std::max(1, local);
+}
+
+namespace {
+int self_fd = -1;
+}  // namespace
+
+void open_self() {
+  if (self_fd < 0) self_fd = ::open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+}
+
+std::string self_exec_path() {
+  // O_CLOEXEC: the child resolves /proc/self/fd/N at the start of its exec, before the flag
+  // closes the descriptor, so it opens this same file and does not keep the descriptor.
+  if (self_fd >= 0) return "/proc/self/fd/" + std::to_string(self_fd);
+  return std::filesystem::read_symlink("/proc/self/exe").string();
 }
 
 void tune_allocator() {

@@ -67,6 +67,13 @@ bool flush_denormals();
 // Whether flush_denormals() turned flushing on (for --version).
 bool denormals_flushed();
 
+// This executable, opened at start (call once in main): the path a sweep, ablate or launch
+// parent runs its children from. Through the open file, a rebuild that replaces the binary
+// while a sweep runs does not change the children's program, nor stop them starting
+// (/proc/self/exe would name a deleted file). Falls back to /proc/self/exe's target.
+void open_self();
+std::string self_exec_path();
+
 bool cuda_available();
 
 // Checks that `device` ("cpu" or "cuda") can be used; throws InputError otherwise.
