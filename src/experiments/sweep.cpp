@@ -36,9 +36,7 @@ namespace lmx {
 int spawn_self(const std::vector<std::string>& args, const std::string& log_path, bool append,
                const std::vector<std::string>& env) {
   // argv[0] names the binary for ps and logs; the program comes from the file opened at start.
-  std::string self = fs::read_symlink("/proc/self/exe").string();
-  if (const auto pos = self.rfind(" (deleted)"); pos != std::string::npos && pos + 10 == self.size()) self.resize(pos);
-  std::vector<std::string> argv_s = {self};
+  std::vector<std::string> argv_s = {runtime::self_path()};
   const std::string exec_path = runtime::self_exec_path();
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;

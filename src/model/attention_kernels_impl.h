@@ -206,20 +206,10 @@ static inline __attribute__((always_inline)) void unrotate(const float* g, float
 
 // Row i of S: softmax over [0, n), zeros on [n, ld); returns the row's log-sum-exp.
 static inline __attribute__((always_inline)) float softmax_row(float* s, int64_t n, int64_t ld) {
-  int64_t j = 0;
-  float m = s[0];
-  if (n >= 8) {
-    v8f mx = vload(s);
-    for (j = 8; j + 8 <= n; j += 8) {
-      const v8f x = vload(s + j);
-      mx = x > mx ? x : mx;
-    }
-    for (int k = 0; k < 8; ++k) m = std::max(m, mx[k]);
-  }
-  for (; j < n; ++j) m = std::max(m, s[j]);
+  const float m = row_max(s, n);
   const v8f mv = splat(m);
   v8f sumv = splat(0);
-  j = 0;
+  int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     v8f e = vexp(vload(s + j) - mv);
     vstore(s + j, e);

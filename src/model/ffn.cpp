@@ -95,8 +95,7 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
 }  // namespace
 
 torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
-  if (act_ == Activation::Silu && !keep_hidden && x.scalar_type() == torch::kFloat32 && x.device().is_cpu() &&
-      fused_attention_enabled()) {
+  if (act_ == Activation::Silu && !keep_hidden && fused_kernels_take(x)) {
     // SwiGLU: one GEMM with gate_proj and up_proj stacked (the parameters keep their names),
     // then the fused silu·mul.
     auto w = torch::cat({gate_proj->weight, up_proj->weight}, 0);  // (2F, C)

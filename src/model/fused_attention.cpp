@@ -141,9 +141,12 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
 
 }  // namespace
 
+bool fused_kernels_take(const torch::Tensor& x) {
+  return fused_attention_enabled() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32;
+}
+
 bool fused_attention_supported(const torch::Tensor& x, int64_t head_dim) {
-  return fused_attention_enabled() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && head_dim % 8 == 0 &&
-         head_dim <= 256;
+  return fused_kernels_take(x) && head_dim % 8 == 0 && head_dim <= 256;
 }
 
 void set_fused_attention(bool enabled) { enabled_flag().store(enabled); }

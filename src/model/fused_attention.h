@@ -17,6 +17,8 @@ namespace lmx {
 bool fused_attention_supported(const torch::Tensor& x, int64_t head_dim);
 void set_fused_attention(bool enabled);
 bool fused_attention_enabled();
+// Whether the fused kernels take x: enabled, float32, on the CPU.
+bool fused_kernels_take(const torch::Tensor& x);
 
 // qkv (B, T, H + 2·Hk, D): the fused projection's output, queries then keys then values, for
 // tokens at positions [0, T). cos, sin: RoPE tables (>= T rows, D/2 columns; the rotation

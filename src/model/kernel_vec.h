@@ -38,6 +38,22 @@ static inline __attribute__((always_inline)) v8f vexp(v8f x) {
   return p * (v8f)e;
 }
 
+// max of x[0, n), n >= 1: 8 lanes, then the tail.
+static inline __attribute__((always_inline)) float row_max(const float* x, int64_t n) {
+  int64_t j = 0;
+  float m = x[0];
+  if (n >= 8) {
+    v8f mx = vload(x);
+    for (j = 8; j + 8 <= n; j += 8) {
+      const v8f v = vload(x + j);
+      mx = v > mx ? v : mx;
+    }
+    for (int k = 0; k < 8; ++k) m = m > mx[k] ? m : mx[k];
+  }
+  for (; j < n; ++j) m = m > x[j] ? m : x[j];
+  return m;
+}
+
 }  // namespace
 
 }  // namespace lmx::kernels::LMX_KERNEL_NS

@@ -93,11 +93,10 @@ torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache)
   torch::Tensor branch;  // the last block's residual branch, added by the next norm
   for (size_t i = 0; i < p.layers.size(); ++i)
     std::tie(x, branch) = p.layers[i]->forward_residual(x, branch, start, cache ? &cache->layers[i] : nullptr);
-  torch::Tensor y;
-  if (p.norm) std::tie(x, y) = p.norm->add_forward(x, branch);
-  else if (branch.defined()) x = x + branch;
-  if (keep_stream) last_stream = x.detach();
-  if (p.norm) x = y;
+  // Pre-norm: the final norm adds the last branch; post-norm blocks leave none.
+  auto [stream, out] = p.norm ? p.norm->add_forward(x, branch) : std::pair{x, x};
+  if (keep_stream) last_stream = stream.detach();
+  x = out;
   if (cache) cache->length += tokens.size(1);
   return p.lm_head->forward(x);  // (B, T, V)
 }

@@ -59,8 +59,7 @@ class CrossEntropyFn : public torch::autograd::Function<CrossEntropyFn> {
 
 torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, int64_t ignore, bool sum) {
   if (logits.dim() == 2 && targets.dim() == 1 && logits.size(0) == targets.size(0) && logits.size(1) > 0 &&
-      logits.scalar_type() == torch::kFloat32 && targets.scalar_type() == torch::kInt64 && logits.device().is_cpu() &&
-      fused_attention_enabled())
+      targets.scalar_type() == torch::kInt64 && fused_kernels_take(logits))
     return CrossEntropyFn::apply(logits, targets, ignore, sum);
   auto opts = torch::nn::functional::CrossEntropyFuncOptions().ignore_index(ignore);
   if (sum) opts = opts.reduction(torch::kSum);

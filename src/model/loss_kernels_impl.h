@@ -22,20 +22,10 @@ void cross_entropy(const CrossEntropyArgs& p, int64_t begin, int64_t end) {
       p.losses[r] = 0;
       continue;
     }
-    int64_t j = 0;
-    float m = x[0];
-    if (V >= 8) {
-      v8f mx = vload(x);
-      for (j = 8; j + 8 <= V; j += 8) {
-        const v8f v = vload(x + j);
-        mx = v > mx ? v : mx;
-      }
-      for (int k = 0; k < 8; ++k) m = m > mx[k] ? m : mx[k];
-    }
-    for (; j < V; ++j) m = m > x[j] ? m : x[j];
+    const float m = row_max(x, V);
     v8f sumv = splat(0.0f);
     float tail = 0;
-    j = 0;
+    int64_t j = 0;
     for (; j + 8 <= V; j += 8) {
       const v8f e = vexp(vload(x + j) - splat(m));
       vstore(d + j, e);

@@ -79,16 +79,12 @@ class NormFn : public torch::autograd::Function<NormFn> {
   }
 };
 
-bool fused_norm(const torch::Tensor& x, const torch::Tensor& weight) {
-  return x.scalar_type() == torch::kFloat32 && x.device().is_cpu() && weight.scalar_type() == torch::kFloat32 &&
-         fused_attention_enabled();
-}
-
 // {h, y} through NormFn when it applies (a may be undefined), else nullopt.
 std::optional<std::pair<torch::Tensor, torch::Tensor>> fused_add_norm(const torch::Tensor& x, const torch::Tensor& a,
                                                                       const torch::Tensor& w, const torch::Tensor& b,
                                                                       double eps) {
-  if (!fused_norm(x, w) || (b.defined() && b.scalar_type() != torch::kFloat32)) return std::nullopt;
+  if (!fused_kernels_take(x) || w.scalar_type() != torch::kFloat32 || (b.defined() && b.scalar_type() != torch::kFloat32))
+    return std::nullopt;
   if (a.defined() && (a.sizes() != x.sizes() || a.scalar_type() != x.scalar_type())) return std::nullopt;
   auto empty = torch::empty({0}, x.options());
   auto out = NormFn::apply(x, a.defined() ? a : empty, w, b.defined() ? b : empty, eps);

@@ -160,7 +160,15 @@ std::string self_exec_path() {
   // O_CLOEXEC: the child resolves /proc/self/fd/N at the start of its exec, before the flag
   // closes the descriptor, so it opens this same file and does not keep the descriptor.
   if (self_fd >= 0) return "/proc/self/fd/" + std::to_string(self_fd);
-  return std::filesystem::read_symlink("/proc/self/exe").string();
+  return self_path();
+}
+
+std::string self_path() {
+  std::string path = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string deleted = " (deleted)";
+  if (path.size() > deleted.size() && path.compare(path.size() - deleted.size(), deleted.size(), deleted) == 0)
+    path.resize(path.size() - deleted.size());
+  return path;
 }
 
 void tune_allocator() {

@@ -73,6 +73,9 @@ bool denormals_flushed();
 // (/proc/self/exe would name a deleted file). Falls back to /proc/self/exe's target.
 void open_self();
 std::string self_exec_path();
+// This executable's path for people (ps, logs): /proc/self/exe's target without the
+// " (deleted)" the kernel appends once the file is replaced.
+std::string self_path();
 
 bool cuda_available();
 
