@@ -8,7 +8,7 @@
 namespace lmx::kernels {
 
 int64_t forward_scratch(const AttnShape& s) {
-  return s.D * s.tk_pad() + s.tq_pad() * s.D + s.tq_pad() * s.tk_pad() + s.D;
+  return s.D * s.tk_pad() + s.tq_pad() * s.D + s.tq_pad() * s.tk_pad() + 8 * s.D;
 }
 
 int64_t backward_scratch(const AttnShape& s) {

@@ -204,6 +204,50 @@ static inline __attribute__((always_inline)) void unrotate(const float* g, float
   rotate_by(g, y, pos, s, -1.0f);
 }
 
+// dst[c·dst_st + r] = src[r·src_st + c] for an 8 × 8 block (r, c < 8): three rounds of
+// shuffles (AVX's unpack, shuffle and 128-bit permute) instead of 64 scalar stores.
+static inline __attribute__((always_inline)) void transpose8(const float* src, int64_t src_st, float* dst,
+                                                            int64_t dst_st) {
+  v8f r[8], t[8], u[8];
+  for (int k = 0; k < 8; ++k) r[k] = vload(src + k * src_st);
+  const v8i lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
+  for (int k = 0; k < 8; k += 2) {  // t[k] = (r_k[0], r_k+1[0], r_k[1], r_k+1[1], ... [4], [5])
+    t[k] = __builtin_shuffle(r[k], r[k + 1], lo);
+    t[k + 1] = __builtin_shuffle(r[k], r[k + 1], hi);
+  }
+  const v8i pair_lo = {0, 1, 8, 9, 4, 5, 12, 13}, pair_hi = {2, 3, 10, 11, 6, 7, 14, 15};
+  for (int k = 0; k < 8; k += 4) {  // u[k + c]: column c and c + 4 of rows k..k+3
+    u[k] = __builtin_shuffle(t[k], t[k + 2], pair_lo);
+    u[k + 1] = __builtin_shuffle(t[k], t[k + 2], pair_hi);
+    u[k + 2] = __builtin_shuffle(t[k + 1], t[k + 3], pair_lo);
+    u[k + 3] = __builtin_shuffle(t[k + 1], t[k + 3], pair_hi);
+  }
+  const v8i half_lo = {0, 1, 2, 3, 8, 9, 10, 11}, half_hi = {4, 5, 6, 7, 12, 13, 14, 15};
+  for (int c = 0; c < 4; ++c) {
+    vstore(dst + c * dst_st, __builtin_shuffle(u[c], u[c + 4], half_lo));
+    vstore(dst + (c + 4) * dst_st, __builtin_shuffle(u[c], u[c + 4], half_hi));
+  }
+}
+
+// Rows [0, n) of X (x_st apart, D floats each, D a multiple of 8) into the columns of Xt
+// (D × ld): Xt[d·ld + j] = X[j][d]; with AVX 8 rows at a time (SSE2's two-half shuffles
+// were slower than the scalar stores), then the remaining rows one by one.
+static inline __attribute__((always_inline)) void transpose_rows(const float* X, int64_t x_st, int64_t n, int64_t D,
+                                                                float* Xt, int64_t ld) {
+  int64_t j = 0;
+#if defined(__AVX__)
+  for (; j + 8 <= n; j += 8)
+    for (int64_t d = 0; d < D; d += 8) transpose8(X + j * x_st + d, x_st, Xt + d * ld + j, ld);
+#endif
+  for (; j < n; ++j)
+    for (int64_t d = 0; d < D; ++d) Xt[d * ld + j] = X[j * x_st + d];
+}
+
+// s[j, ld) = 0, j and ld multiples of 8.
+static inline __attribute__((always_inline)) void zero_from(float* s, int64_t j, int64_t ld) {
+  for (; j < ld; j += 8) vstore(s + j, splat(0));
+}
+
 // Row i of S: softmax over [0, n), zeros on [n, ld); returns the row's log-sum-exp.
 static inline __attribute__((always_inline)) float softmax_row(float* s, int64_t n, int64_t ld) {
   const float m = row_max(s, n);
@@ -228,7 +272,7 @@ static inline __attribute__((always_inline)) float softmax_row(float* s, int64_t
   const float inv = 1.0f / sum;
   const int64_t filled = j;  // exps written on [0, filled), zeros on [n, filled)
   for (j = 0; j < filled; j += 8) vstore(s + j, vload(s + j) * inv);
-  for (; j < ld; ++j) s[j] = 0;
+  zero_from(s, j, ld);
   return m + std::log(sum);
 }
 
@@ -243,7 +287,7 @@ static inline __attribute__((always_inline)) void probs_row(float* s, int64_t n,
     vstore(s + j, lane < splat(static_cast<float>(n - j)) ? e : splat(0));
     j += 8;
   }
-  for (; j < ld; ++j) s[j] = 0;
+  zero_from(s, j, ld);
 }
 
 }  // namespace
@@ -253,11 +297,12 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
   float* Kt = scratch;             // D × tkp rotated keys, transposed
   float* Qr = Kt + D * tkp;        // tqp × D rotated queries of one head
   float* S = Qr + tqp * D;         // tqp × tkp scores, then probabilities
-  float* row = S + tqp * tkp;      // D
+  float* rows = S + tqp * tkp;     // 8 × D rotated keys
   std::fill(Kt, Kt + D * tkp, 0.0f);
-  for (int64_t j = 0; j < Tk; ++j) {
-    rotate(a.k + j * a.k_st, row, j, s);
-    for (int64_t d = 0; d < D; ++d) Kt[d * tkp + j] = row[d];
+  for (int64_t j0 = 0; j0 < Tk; j0 += 8) {
+    const int64_t n = std::min<int64_t>(8, Tk - j0);
+    for (int64_t j = 0; j < n; ++j) rotate(a.k + (j0 + j) * a.k_st, rows + j * D, j0 + j, s);
+    transpose_rows(rows, D, n, D, Kt + j0, tkp);
   }
   std::fill(Qr + Tq * D, Qr + tqp * D, 0.0f);
   auto visible = [&](int64_t i) { return s.visible(i); };
@@ -289,15 +334,9 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
   float* delta = dq + tqp * D;   // tqp
   std::fill(Kr, Kr + tkp * D, 0.0f);
   std::fill(Kt, Kt + 2 * D * tkp, 0.0f);  // Kt and Vt
-  for (int64_t j = 0; j < Tk; ++j) {
-    float* kr = Kr + j * D;
-    rotate(a.k + j * a.k_st, kr, j, s);
-    const float* v = a.v + j * a.v_st;
-    for (int64_t d = 0; d < D; ++d) {
-      Kt[d * tkp + j] = kr[d];
-      Vt[d * tkp + j] = v[d];
-    }
-  }
+  for (int64_t j = 0; j < Tk; ++j) rotate(a.k + j * a.k_st, Kr + j * D, j, s);
+  transpose_rows(Kr, D, Tk, D, Kt, tkp);
+  transpose_rows(a.v, a.v_st, Tk, D, Vt, tkp);
   std::fill(Qr + Tq * D, Qr + tqp * D, 0.0f);
   std::fill(dO + Tq * D, dO + tqp * D, 0.0f);
   std::fill(dK, dK + 2 * tkp * D, 0.0f);  // dK and dV
@@ -322,7 +361,7 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
       const v8f di = splat(i < Tq ? delta[i] : 0.0f), sc = splat(s.scale);
       int64_t j = 0;
       for (; j < n; j += 8) vstore(ds + j, vload(p + j) * (vload(ds + j) - di) * sc);  // P is 0 past n
-      for (; j < tkp; ++j) ds[j] = 0;
+      zero_from(ds, j, tkp);
     }
     pv(dS, tkp, Tq, zero, visible, Kr, D, D, dq, D, /*accumulate=*/false);
     for (int64_t i = 0; i < Tq; ++i) unrotate(dq + i * D, a.dq + r * a.dq_sh + i * a.dq_st, s.q_start + i, s);
