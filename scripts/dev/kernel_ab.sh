@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A/B of the fused attention kernels: the working tree's against those of a git commit (default
+# HEAD), forward + backward of one layer per shape, interleaved, with a bit-for-bit comparison of
+# the outputs (scripts/dev/attention_kernel_ab.cpp). No LibTorch: builds in seconds. Exit 3 when
+# the outputs differ (a change that rounds differently needs the lecture rerun, docs/PERFORMANCE.md).
+#   scripts/dev/kernel_ab.sh [--ref COMMIT] [--iters N] [--generic]
+# Time it with the machine otherwise idle; OPENBLAS_CORETYPE does not matter here (no BLAS).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ref=HEAD iters=100 isa=avx2
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --ref) ref="$2"; shift 2 ;;
+    --iters) iters="$2"; shift 2 ;;
+    --generic) isa=generic; shift ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "kernel_ab.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/ref"
+git archive "$ref" src/model | tar -x -C "$tmp/ref" || { echo "kernel_ab.sh: no commit '$ref'" >&2; exit 2; }
+flags="-O3 -DNDEBUG -std=gnu++17 -Wno-psabi"
+isa_flags=""
+[[ $isa == avx2 ]] && isa_flags="-mavx2 -mfma"
+printf '#define LMX_KERNEL_NS ref\n#include "model/attention_kernels_impl.h"\n' > "$tmp/ref.cpp"
+g++ $flags $isa_flags -I"$tmp/ref/src" -c "$tmp/ref.cpp" -o "$tmp/ref.o"
+g++ $flags -Isrc -c src/model/attention_kernels_generic.cpp -o "$tmp/generic.o"
+g++ $flags -mavx2 -mfma -Isrc -c src/model/attention_kernels_avx2.cpp -o "$tmp/avx2.o"
+g++ $flags -Isrc -c scripts/dev/attention_kernel_ab.cpp -o "$tmp/ab.o"
+g++ "$tmp/ab.o" "$tmp/ref.o" "$tmp/generic.o" "$tmp/avx2.o" -o "$tmp/ab"
+echo "ref: $(git rev-parse --short "$ref") ($ref); new: the working tree$(git diff --quiet -- src/model || echo ' (modified)')"
+"$tmp/ab" "$iters" "$isa"
