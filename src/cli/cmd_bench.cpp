@@ -17,6 +17,7 @@
 #include "train/trainer.h"
 #include "util/csv.h"
 #include "util/error.h"
+#include "model/gemm.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/runtime.h"
@@ -25,19 +26,34 @@ namespace lmx::cli {
 
 namespace {
 
-// Best-of-reps GFLOP/s of an n×n by n×n float32 matmul (2n³ FLOPs) at the current threads.
-double matmul_peak_gflops(int64_t n, int reps) {
+// Best-of-reps GFLOP/s of an n×n by n×n float32 matmul (2n³ FLOPs) at the current threads,
+// through one GEMM backend (model/gemm.h).
+double matmul_gflops(int64_t n, int reps, gemm::Backend be) {
   torch::NoGradGuard no_grad;
   auto a = torch::randn({n, n}), b = torch::randn({n, n}), c = torch::empty({n, n});
-  for (int i = 0; i < 2; ++i) torch::mm_out(c, a, b);  // warm-up (OpenBLAS buffers, caches)
+  for (int i = 0; i < 2; ++i) gemm::sgemm(a, false, b, false, c, 0.0f, be);  // warm-up (buffers, caches, JIT)
   double best = 1e30;
   for (int i = 0; i < reps; ++i) {
     auto t0 = Clock::now();
-    torch::mm_out(c, a, b);
+    gemm::sgemm(a, false, b, false, c, 0.0f, be);
     best = std::min(best, seconds_since(t0));
   }
   return 2.0 * n * n * n / best / 1e9;
 }
+
+// The machine's sgemm peak: the better of LibTorch's BLAS and (in a build with it) oneDNN,
+// whichever the linear layers use, so MFU is never measured against the slower one.
+struct Peak {
+  double blas = 0, onednn = 0;
+  double best() const { return std::max(blas, onednn); }
+};
+Peak matmul_peak(int64_t n, int reps) {
+  Peak p;
+  p.blas = matmul_gflops(n, reps, gemm::Backend::torch);
+  if (gemm::built_with_onednn()) p.onednn = matmul_gflops(n, reps, gemm::Backend::onednn);
+  return p;
+}
+std::string gflops_cell(double g) { return g > 0 ? fmt::format("{:.1f}", g) : ""; }
 
 struct BenchArgs {
   std::string config;
@@ -73,10 +89,12 @@ std::string kernels_from(const runtime::BlasInfo& blas) {
 
 int run_peak(const BenchArgs& a) {
   const runtime::BlasInfo blas = checked_blas();
-  const double gflops = matmul_peak_gflops(a.peak_size, a.peak_reps);
-  Table t{{"threads", "matmul", "peak_gflops", "blas_kernels", "blas_kernels_from"}, {}};
-  t.add({std::to_string(runtime::threads()), fmt::format("{0}x{0}x{0} sgemm", a.peak_size), fmt::format("{:.1f}", gflops),
-         blas.core, kernels_from(blas)});
+  const Peak peak = matmul_peak(a.peak_size, a.peak_reps);
+  Table t{{"threads", "matmul", "peak_gflops", "blas_gflops", "onednn_gflops", "gemm", "blas_kernels",
+           "blas_kernels_from"},
+          {}};
+  t.add({std::to_string(runtime::threads()), fmt::format("{0}x{0}x{0} sgemm", a.peak_size), gflops_cell(peak.best()),
+         gflops_cell(peak.blas), gflops_cell(peak.onednn), gemm::name(gemm::active()), blas.core, kernels_from(blas)});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;
@@ -102,8 +120,8 @@ double decode_tokens_per_s(ModernLM& model, int64_t len, int64_t vocab, bool cac
 }
 
 // The GEMMs of every nn::Linear of the model on `rows` rows, timed alone (hot cache, no
-// autograd): forward (addmm, or mm without bias), input gradient gy·W and weight gradient
-// gyᵀ·x, plus the bias gradient's column sum; ms per step, the mean of `reps` repetitions.
+// autograd): forward (onto the bias), input gradient gy·W and weight gradient gyᵀ·x, plus the
+// bias gradient's column sum; ms per step, the mean of `reps` repetitions.
 // What a step costs at least with this BLAS: the floor the rest of the step adds to.
 double linear_gemm_ms(ModernLM& model, int64_t rows, int reps) {
   torch::NoGradGuard no_grad;
@@ -118,11 +136,14 @@ double linear_gemm_ms(ModernLM& model, int64_t rows, int reps) {
     shapes.push_back({torch::randn({rows, w.size(1)}), w.detach().clone(),
                       lin->bias.defined() ? lin->bias.detach().clone() : torch::Tensor(), torch::randn({rows, w.size(0)})});
   }
-  auto once = [&] {
+  auto once = [&] {  // as the linear layers run them (model/gemm.cpp), on the active backend
     for (auto& s : shapes) {
-      auto y = s.b.defined() ? torch::addmm(s.b, s.x, s.w.t()) : torch::mm(s.x, s.w.t());
-      auto dx = torch::mm(s.gy, s.w);
-      auto dw = torch::mm(s.gy.t(), s.x);
+      auto y = torch::empty({rows, s.w.size(0)});
+      if (s.b.defined()) y.copy_(s.b.expand_as(y));
+      gemm::sgemm(s.x, false, s.w, true, y, s.b.defined() ? 1.0f : 0.0f);
+      auto dx = torch::empty_like(s.x), dw = torch::empty_like(s.w);
+      gemm::sgemm(s.gy, false, s.w, false, dx, 0.0f);
+      gemm::sgemm(s.gy, true, s.x, false, dw, 0.0f);
       if (s.b.defined()) auto db = s.gy.sum(0);
     }
   };
@@ -191,7 +212,7 @@ int run_bench(const Globals& g, const BenchArgs& a) {
   const ForwardFlops ff = forward_flops(cfg.model, T);
   const double step_flops = 3.0 * static_cast<double>(ff.total(/*causal=*/true)) * B;
   const double achieved = ms > 0 ? step_flops / (ms / 1e3) / 1e9 : 0;  // GFLOP/s
-  const double peak = matmul_peak_gflops(a.peak_size, a.peak_reps);
+  const double peak = matmul_peak(a.peak_size, a.peak_reps).best();
   if (a.breakdown) print_breakdown(model, *optimizer, data, cfg, a);
   if (!a.profile.empty()) {
     torch::autograd::profiler::RecordProfile guard(a.profile);
@@ -214,7 +235,7 @@ int run_bench(const Globals& g, const BenchArgs& a) {
 
   Table t{{"config", "threads", "torch_threads", "blas_threads", "batch", "seq_len", "vocab", "params", "steps", "ms_per_step", "tokens_per_s",
            "gflop_per_step", "gflops", "peak_gflops", "mfu", "peak_rss_mib", "decode_len", "decode_kv_tok_s",
-           "decode_recompute_tok_s", "kv_speedup", "final_loss", "blas_kernels", "blas_kernels_from"},
+           "decode_recompute_tok_s", "kv_speedup", "final_loss", "blas_kernels", "blas_kernels_from", "gemm"},
           {}};
   t.add({cfg.name, std::to_string(runtime::threads()), std::to_string(runtime::torch_threads()),
          std::to_string(runtime::blas_threads()), std::to_string(B), std::to_string(T), std::to_string(V),
@@ -224,7 +245,7 @@ int run_bench(const Globals& g, const BenchArgs& a) {
          fmt::format("{:.1f}", train_rss), a.no_decode ? "" : std::to_string(a.decode_len),
          a.no_decode ? "" : fmt::format("{:.0f}", dec_cached), a.no_decode ? "" : fmt::format("{:.0f}", dec_full),
          a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss),
-         blas.core, kernels_from(blas)});
+         blas.core, kernels_from(blas), gemm::name(gemm::active())});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;

@@ -9,6 +9,7 @@
 
 #include "cli/app.h"
 #include "dist/dist.h"
+#include "model/gemm.h"
 #include "model/registry.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -35,6 +36,7 @@ void print_version() {
                            blas.openblas ? " (OpenBLAS " + blas.config + ")" : " (not OpenBLAS: slow reference BLAS?)")
             << (blas.core.empty() ? "" : fmt::format("BLAS kernels {}\n", blas.core_label()))
             << (blas.core_note().empty() ? "" : fmt::format("note: {}\n", blas.core_note()))
+            << fmt::format("linear layers' GEMMs {}\n", lmx::gemm::describe())
             << fmt::format("threads {} (LibTorch {}, OpenBLAS {})\n", lmx::runtime::threads(),
                            lmx::runtime::torch_threads(), lmx::runtime::blas_threads())
             << fmt::format("denormals {}\n", lmx::runtime::denormals_flushed()

@@ -100,7 +100,7 @@ torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
     // then the fused silu·mul.
     auto w = torch::cat({gate_proj->weight, up_proj->weight}, 0);  // (2F, C)
     auto b = gate_proj->bias.defined() ? torch::cat({gate_proj->bias, up_proj->bias}, 0) : torch::Tensor();
-    auto gu = torch::linear(x.reshape({-1, x.size(-1)}), w, b);   // (B·T, 2F)
+    auto gu = linear_2d(x.reshape({-1, x.size(-1)}), w, b);   // (B·T, 2F)
     auto shape = x.sizes().vec();
     return linear_2d(SwigluFn::apply(gu), down_proj).view(shape);  // (B, T, C)
   }

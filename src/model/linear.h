@@ -1,8 +1,11 @@
-// A linear layer applied to (..., in) through one 2-D GEMM: LibTorch 1.13 runs a 3-D input
-// with a bias as matmul + a separate add_ (and its backward), a 2-D one as addmm, which adds
-// the bias inside the GEMM. Same result.
+// A linear layer applied to (..., in) through one 2-D GEMM: oneDNN's sgemm where gemm::takes
+// the input (model/gemm.h), else LibTorch's linear (1.13 runs a 3-D input with a bias as
+// matmul + a separate add_ and its backward, a 2-D one as addmm, which adds the bias inside
+// the GEMM: the 2-D form here).
 #pragma once
 #include <torch/nn/modules/linear.h>
+
+#include "model/gemm.h"
 
 namespace lmx {
 
@@ -12,10 +15,13 @@ inline torch::nn::Linear make_linear(int64_t in, int64_t out, bool with_bias) {
 }
 
 inline torch::Tensor linear_2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (x.dim() <= 2 || !bias.defined()) return torch::linear(x, weight, bias);
+  const bool onednn = gemm::takes(x);
+  if (x.dim() <= 2) return onednn ? gemm::linear(x, weight, bias) : torch::linear(x, weight, bias);
+  if (!onednn && !bias.defined()) return torch::linear(x, weight, bias);
   auto shape = x.sizes().vec();
   shape.back() = weight.size(0);
-  return torch::linear(x.reshape({-1, x.size(-1)}), weight, bias).view(shape);
+  auto x2 = x.reshape({-1, x.size(-1)});
+  return (onednn ? gemm::linear(x2, weight, bias) : torch::linear(x2, weight, bias)).view(shape);
 }
 
 inline torch::Tensor linear_2d(const torch::Tensor& x, const torch::nn::Linear& layer) {
