@@ -65,6 +65,7 @@ lecture_done() {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
     echo "blas: $("$LMX" --version | sed -n 's/^BLAS kernels //p')"
+    echo "gemm: $("$LMX" --version | sed -n "s/^linear layers' GEMMs //p")"
     echo "lmx: $("$LMX" --version | head -1)"
     # The source tree the binary was built from (build/lmx -> its parent): commit, and
     # "+dirty" when that tree had uncommitted changes to tracked files at the end of the run
