@@ -35,6 +35,24 @@ struct Buffers {
   std::vector<float> qkv, o, lse, dout, dqkv, cos, sin, scratch;
 };
 
+// The fields ForwardArgs and BackwardArgs share, for sequence b and KV head g.
+template <class Args>
+Args head_args(const Shape& p, Buffers& m, int64_t b, int64_t g) {
+  const int64_t group = p.H / p.Hk, h0 = g * group, row = (p.H + 2 * p.Hk) * p.D, orow = p.H * p.D;
+  const int64_t base = b * p.T * row;
+  Args a{};
+  a.q = m.qkv.data() + base + h0 * p.D;
+  a.k = m.qkv.data() + base + (p.H + g) * p.D;
+  a.v = m.qkv.data() + base + (p.H + p.Hk + g) * p.D;
+  a.q_st = a.k_st = a.v_st = row;
+  a.q_sh = p.D;
+  a.o = m.o.data() + b * p.T * orow + h0 * p.D;
+  a.o_st = orow;
+  a.o_sh = p.D;
+  a.lse = m.lse.data() + (b * p.H + h0) * p.T;
+  return a;
+}
+
 // One layer's forward and backward through fwd / bwd; returns milliseconds.
 double run(ForwardFn fwd, BackwardFn bwd, const Shape& p, Buffers& m) {
   AttnShape s;
@@ -43,37 +61,15 @@ double run(ForwardFn fwd, BackwardFn bwd, const Shape& p, Buffers& m) {
   s.group = p.H / p.Hk;
   s.scale = 1.0f / std::sqrt(static_cast<float>(p.D));
   if (p.rope) s.cos = m.cos.data(), s.sin = m.sin.data();
-  const int64_t row = (p.H + 2 * p.Hk) * p.D, orow = p.H * p.D;
+  const int64_t row = (p.H + 2 * p.Hk) * p.D;
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t g = 0; g < p.Hk; ++g) {
-      const int64_t h0 = g * s.group, base = b * p.T * row, obase = b * p.T * orow + h0 * p.D;
-      ForwardArgs a{};
-      a.q = m.qkv.data() + base + h0 * p.D;
-      a.k = m.qkv.data() + base + (p.H + g) * p.D;
-      a.v = m.qkv.data() + base + (p.H + p.Hk + g) * p.D;
-      a.q_st = a.k_st = a.v_st = row;
-      a.q_sh = p.D;
-      a.o = m.o.data() + obase;
-      a.o_st = orow;
-      a.o_sh = p.D;
-      a.lse = m.lse.data() + (b * p.H + h0) * p.T;
-      fwd(a, s, m.scratch.data());
-    }
+    for (int64_t g = 0; g < p.Hk; ++g) fwd(head_args<ForwardArgs>(p, m, b, g), s, m.scratch.data());
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t g = 0; g < p.Hk; ++g) {
-      const int64_t h0 = g * s.group, base = b * p.T * row, obase = b * p.T * orow + h0 * p.D;
-      BackwardArgs a{};
-      a.q = m.qkv.data() + base + h0 * p.D;
-      a.k = m.qkv.data() + base + (p.H + g) * p.D;
-      a.v = m.qkv.data() + base + (p.H + p.Hk + g) * p.D;
-      a.q_st = a.k_st = a.v_st = row;
-      a.q_sh = p.D;
-      a.o = m.o.data() + obase;
-      a.dout = m.dout.data() + obase;
-      a.o_st = orow;
-      a.o_sh = p.D;
-      a.lse = m.lse.data() + (b * p.H + h0) * p.T;
+      auto a = head_args<BackwardArgs>(p, m, b, g);
+      const int64_t shift = a.o - m.o.data(), base = b * p.T * row, h0 = g * s.group;
+      a.dout = m.dout.data() + shift;
       a.dq = m.dqkv.data() + base + h0 * p.D;
       a.dk = m.dqkv.data() + base + (p.H + g) * p.D;
       a.dv = m.dqkv.data() + base + (p.H + p.Hk + g) * p.D;
