@@ -126,7 +126,13 @@ void add_ablate_command(CLI::App& app, Globals& g) {
       so.spec = "ablate";
       SweepResult r = run_sweep(points, seeds, so);
       if (so.resume) log::info("ablate", "resume: {} finished run(s) kept, {} continued", r.skipped, r.resumed);
-      if (r.seeds.header.empty()) return r.interrupted ? 130 : 1;
+      auto resume_hint = [&] {
+        if (r.interrupted) log::warn("ablate", "interrupted: continue with the same command and --resume {}", out);
+      };
+      if (r.seeds.header.empty()) {  // no run got as far as a result (e.g. Ctrl-C in the first one)
+        resume_hint();
+        return r.interrupted ? 130 : 1;
+      }
       write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(r.seeds).csv());
       // The lecture's table: per step, parameter count, test perplexity and far-pronoun accuracy.
       Table table;
@@ -149,7 +155,7 @@ void add_ablate_command(CLI::App& app, Globals& g) {
       write_file_atomic((fs::path(out) / "ablation.md").string(), table.markdown());
       std::cout << table.markdown();
       log::info("ablate", "results in {}", out);
-      if (r.interrupted) log::warn("ablate", "interrupted: continue with the same command and --resume {}", out);
+      resume_hint();
       return r.interrupted ? 130 : r.failed ? 1 : 0;
     };
   });
