@@ -12,12 +12,12 @@
 #include "cli/app.h"
 #include "config/config.h"
 #include "data/corpus.h"
+#include "model/gemm.h"
 #include "model/lm.h"
 #include "model/sizes.h"
 #include "train/trainer.h"
 #include "util/csv.h"
 #include "util/error.h"
-#include "model/gemm.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/runtime.h"
@@ -138,9 +138,7 @@ double linear_gemm_ms(ModernLM& model, int64_t rows, int reps) {
   }
   auto once = [&] {  // as the linear layers run them (model/gemm.cpp), on the active backend
     for (auto& s : shapes) {
-      auto y = torch::empty({rows, s.w.size(0)});
-      if (s.b.defined()) y.copy_(s.b.expand_as(y));
-      gemm::sgemm(s.x, false, s.w, true, y, s.b.defined() ? 1.0f : 0.0f);
+      auto y = gemm::linear(s.x, s.w, s.b);  // no autograd here: the forward GEMM alone
       auto dx = torch::empty_like(s.x), dw = torch::empty_like(s.w);
       gemm::sgemm(s.gy, false, s.w, false, dx, 0.0f);
       gemm::sgemm(s.gy, true, s.x, false, dw, 0.0f);

@@ -17,11 +17,10 @@ inline torch::nn::Linear make_linear(int64_t in, int64_t out, bool with_bias) {
 inline torch::Tensor linear_2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   const bool onednn = gemm::takes(x);
   if (x.dim() <= 2) return onednn ? gemm::linear(x, weight, bias) : torch::linear(x, weight, bias);
-  if (!onednn && !bias.defined()) return torch::linear(x, weight, bias);
+  if (!onednn && !bias.defined()) return torch::linear(x, weight, bias);  // one matmul, no add
   auto shape = x.sizes().vec();
   shape.back() = weight.size(0);
-  auto x2 = x.reshape({-1, x.size(-1)});
-  return (onednn ? gemm::linear(x2, weight, bias) : torch::linear(x2, weight, bias)).view(shape);
+  return linear_2d(x.reshape({-1, x.size(-1)}), weight, bias).view(shape);
 }
 
 inline torch::Tensor linear_2d(const torch::Tensor& x, const torch::nn::Linear& layer) {
