@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
                        "leave --threads out for the default");
     runtime::set_threads(threads);
     runtime::check_device(g.device);
+    gemm::active();  // a bad LMX_GEMM fails here, before any work
     if (version) {
       print_version();
       return 0;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "model/fused_attention.h"
+#include "util/error.h"
 
 #ifndef LMX_WITH_ONEDNN
 #define LMX_WITH_ONEDNN 0
@@ -25,15 +26,21 @@ namespace lmx::gemm {
 
 namespace {
 
-bool env_allows() {
-  static const bool allowed = [] {
+// LMX_GEMM: unset or empty (oneDNN where built with it), "onednn" or "torch".
+bool onednn_on() {
+  static const bool on = [] {
     const char* env = std::getenv("LMX_GEMM");
-    return !(env && std::strcmp(env, "torch") == 0);
+    const std::string v = env ? env : "";
+    if (v == "torch") return false;
+    if (!v.empty() && v != "onednn")
+      throw InputError("LMX_GEMM=" + v + ": expected onednn or torch", "unset it for the default (onednn)");
+    if (v == "onednn" && !LMX_WITH_ONEDNN)
+      throw InputError("LMX_GEMM=onednn: this lmx was built without oneDNN",
+                       "install libdnnl-dev (scripts/bootstrap.sh does) and rebuild, or unset LMX_GEMM");
+    return static_cast<bool>(LMX_WITH_ONEDNN);
   }();
-  return allowed;
+  return on;
 }
-
-bool onednn_on() { return LMX_WITH_ONEDNN && env_allows(); }
 
 // y (M, N) = x·wᵀ (+ bias), every tensor contiguous.
 torch::Tensor forward_gemm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
@@ -97,9 +104,9 @@ bool takes(const torch::Tensor& x) { return onednn_on() && fused_kernels_take(x)
 
 void sgemm(const torch::Tensor& a, bool ta, const torch::Tensor& b, bool tb, torch::Tensor& out, float beta,
            Backend be) {
-  const int64_t M = out.size(0), N = out.size(1), K = ta ? a.size(0) : a.size(1);
 #if LMX_WITH_ONEDNN
   if (be == Backend::onednn) {
+    const int64_t M = out.size(0), N = out.size(1), K = ta ? a.size(0) : a.size(1);
     TORCH_CHECK(a.stride(1) == 1 && b.stride(1) == 1 && out.stride(1) == 1, "gemm::sgemm: rows must be contiguous");
     // oneDNN runs on OpenMP with the calling thread's thread count, which runtime::set_threads
     // keeps at 1 for LibTorch's own ops at --threads <= 2: the GEMM gets all --threads.
@@ -115,7 +122,6 @@ void sgemm(const torch::Tensor& a, bool ta, const torch::Tensor& b, bool tb, tor
   }
 #endif
   if (be == Backend::onednn) throw std::logic_error("gemm::sgemm: lmx was built without oneDNN");
-  (void)K;
   out.addmm_(ta ? a.t() : a, tb ? b.t() : b, beta, 1.0f);
 }
 

@@ -13,7 +13,8 @@
 namespace lmx::gemm {
 
 enum class Backend { torch, onednn };
-// oneDNN when built with it and LMX_GEMM is not "torch"; else LibTorch's.
+// oneDNN when built with it and LMX_GEMM is not "torch"; else LibTorch's. The first call reads
+// LMX_GEMM: a value other than onednn / torch (or onednn without oneDNN) is an InputError.
 Backend active();
 const char* name(Backend b);  // "torch", "onednn"
 bool built_with_onednn();
@@ -30,7 +31,8 @@ void sgemm(const torch::Tensor& a, bool ta, const torch::Tensor& b, bool tb, tor
            Backend be = active());
 
 // y = x·wᵀ (+ bias) for x (M, K), w (N, K), bias (N) or undefined; differentiable in all three
-// (dx = dy·w, dw = dyᵀ·x, dbias = Σ_rows dy). Call only where takes(x).
+// (dx = dy·w, dw = dyᵀ·x, dbias = Σ_rows dy), on the active backend (linear_2d calls it
+// where takes(x)).
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias);
 
 }  // namespace lmx::gemm
