@@ -29,6 +29,7 @@ struct DataArgs {
   int n = 5;
   int vocab = 0;
   std::string type = "bpe";
+  bool byte_fallback = false;
 };
 
 // A relative config path that does not exist here is looked up in the lmx sources.
@@ -167,6 +168,9 @@ void add_data_commands(CLI::App& app, Globals& g) {
       ->required()
       ->check(CLI::Range(8, 1 << 20));
   tok->add_option("--type", args->type, "bpe or unigram (default bpe)");
+  tok->add_flag("--byte-fallback", args->byte_fallback,
+                "add the 256 byte pieces <0x00>..<0xFF> (unseen characters become bytes, not <unk>; llama.cpp "
+                "needs them: lmx export --gguf)");
   tok->callback([&g, args] {
     g.run = [&g, args] {
       Config cfg = load_data_config(*args, g);
@@ -176,7 +180,7 @@ void add_data_commands(CLI::App& app, Globals& g) {
       if (path.empty())  // a bytes config: the default place beside it
         path = (std::filesystem::path(cfg.source).parent_path() / (cfg.name + ".tokenizer.model")).string();
       const auto texts = data::text_training_split(cfg.data);
-      data::train_tokenizer(texts, args->vocab, args->type, path);
+      data::train_tokenizer(texts, args->vocab, args->type, path, args->byte_fallback);
       auto t = data::Tokenizer::load(path);
       std::cout << fmt::format("{}: SentencePiece {} with {} pieces, trained on {} training documents (hash {})\n",
                                path, args->type, t->size(), texts.size(), t->hash());

@@ -1,9 +1,15 @@
-// lmx export: a checkpoint as a Hugging Face Llama folder (model/hf_llama.h).
+// lmx export: a checkpoint as a Hugging Face Llama folder (model/hf_llama.h) and / or a GGUF file
+// for llama.cpp (model/gguf.h); --reference writes what lmx itself computes, for
+// scripts/interop/check.sh to compare the other engines with (cli/export_reference.h).
 #include <fmt/format.h>
 
 #include "cli/app.h"
+#include "cli/export_reference.h"
+#include "data/corpus.h"
 #include "model/checkpoint.h"
+#include "model/gguf.h"
 #include "model/hf_llama.h"
+#include "train/trainer.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -11,17 +17,38 @@ namespace lmx::cli {
 
 void add_export_command(CLI::App& app, Globals& g) {
   struct Args {
-    std::string checkpoint, hf;
+    std::string checkpoint, hf, gguf, gguf_type = "f32", reference;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("export", "Write a checkpoint as a Hugging Face Llama folder (config.json, model.safetensors)");
+  auto* cmd = app.add_subcommand("export", "Write a checkpoint as a Hugging Face Llama folder and / or a GGUF file "
+                                           "(llama.cpp)");
   cmd->add_option("checkpoint", a->checkpoint, "model.safetensors written by lmx train (or an HF Llama folder)")->required();
-  cmd->add_option("--hf", a->hf, "output folder (new or empty) for LlamaForCausalLM")->required();
+  cmd->add_option("--hf", a->hf, "output folder (new or empty) for LlamaForCausalLM, with its tokenizer");
+  cmd->add_option("--gguf", a->gguf, "output GGUF v3 file (llama.cpp architecture llama), with the vocabulary");
+  cmd->add_option("--gguf-type", a->gguf_type, "tensor type of the GGUF's weight matrices: f32 (default), f16, bf16");
+  cmd->add_option("--reference", a->reference,
+                  "write lmx's next-token probabilities on test-split documents, a greedy continuation and a "
+                  "tokenized text as JSON (what scripts/interop/check.sh compares llama.cpp with)");
   cmd->callback([&g, a] {
     g.run = [a] {
+      if (a->hf.empty() && a->gguf.empty() && a->reference.empty())
+        throw InputError("export: nothing to write", "give --hf DIR, --gguf FILE and / or --reference FILE");
       Checkpoint ck = read_checkpoint(a->checkpoint);
-      export_hf_llama(ck, a->hf);
-      log::info("export", "{} -> {} (config.json, model.safetensors)", a->checkpoint, a->hf);
+      data::Corpus corpus = data::load_corpus(ck.config.data);
+      ck.config = resolve_for_corpus(ck.config, corpus);  // the vocabulary fits the model
+      if (!a->gguf.empty()) {
+        export_gguf(ck, gguf_vocab(corpus.vocab), a->gguf, a->gguf_type);
+        log::info("export", "{} -> {} (GGUF, {})", a->checkpoint, a->gguf, a->gguf_type);
+      }
+      if (!a->hf.empty()) {
+        export_hf_llama(ck, a->hf, &corpus.vocab);
+        log::info("export", "{} -> {} (config.json, model.safetensors, tokenizer, generation_config.json)",
+                  a->checkpoint, a->hf);
+      }
+      if (!a->reference.empty()) {
+        write_export_reference(ck, corpus, a->reference);
+        log::info("export", "{} -> {} (lmx's reference probabilities)", a->checkpoint, a->reference);
+      }
       return 0;
     };
   });

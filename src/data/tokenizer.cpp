@@ -119,7 +119,7 @@ const std::vector<std::string>& tokenizer_types() {
 }
 
 void train_tokenizer(const std::vector<std::string>& texts, int vocab, const std::string& type,
-                     const std::string& path) {
+                     const std::string& path, bool byte_fallback) {
   const auto& types = tokenizer_types();
   if (std::find(types.begin(), types.end(), type) == types.end())
     throw InputError(fmt::format("--type: unknown tokenizer type '{}'; valid: bpe, unigram", type));
@@ -135,6 +135,7 @@ void train_tokenizer(const std::vector<std::string>& texts, int vocab, const std
       {"unk_id", "0"}, {"bos_id", "1"}, {"eos_id", "2"}, {"pad_id", "3"},
       {"max_sentence_length", std::to_string(std::max<size_t>(4192, longest + 1))},
       {"num_threads", "1"},
+      {"byte_fallback", byte_fallback ? "true" : "false"},
       {"minloglevel", "2"},
   };
   std::string model;

@@ -42,9 +42,9 @@ const std::vector<std::string>& tokenizer_types();
 
 // Trains a SentencePiece model of `type` (bpe | unigram) with `vocab` pieces (specials included)
 // on the texts and writes it to path atomically. InputError for a vocabulary the texts cannot
-// fill or an unknown type.
+// fill or an unknown type. byte_fallback: the 256 byte pieces <0x00>..<0xFF> too (counted in vocab).
 void train_tokenizer(const std::vector<std::string>& texts, int vocab, const std::string& type,
-                     const std::string& path);
+                     const std::string& path, bool byte_fallback = false);
 
 // FNV-1a 64 of a file's bytes as 16 hex digits (checkpoints record their tokenizer's).
 std::string file_hash(const std::string& path);

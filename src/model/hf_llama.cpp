@@ -89,12 +89,18 @@ std::string hf_llama_blocker(const ModelConfig& m) {
   return "";
 }
 
+double hf_rope_theta(const ModelConfig& m) {
+  const int64_t D = m.dim_head();
+  if (m.rope_scaling != "ntk" || D <= 2) return m.rope_theta;
+  return m.rope_theta * std::pow(m.rope_factor, static_cast<double>(D) / (D - 2));
+}
+
 bool is_hf_folder(const std::string& path) {
   std::error_code ec;
   return fs::is_directory(path, ec);
 }
 
-void export_hf_llama(const Checkpoint& ckpt, const std::string& dir) {
+void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data::Vocab* vocab) {
   const ModelConfig& m = ckpt.config.model;
   const std::string blocker = hf_llama_blocker(m);
   if (!blocker.empty())
@@ -102,8 +108,6 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir) {
                      "only pre-norm RMSNorm, SwiGLU, RoPE, MHA/GQA/MQA models without biases are LlamaForCausalLM");
   ModernLM model = load_model(ckpt);  // checks names and shapes
   const int64_t D = m.dim_head();
-  double theta = m.rope_theta;
-  if (m.rope_scaling == "ntk" && D > 2) theta *= std::pow(m.rope_factor, static_cast<double>(D) / (D - 2));
 
   nlohmann::ordered_json j;
   j["architectures"] = {"LlamaForCausalLM"};
@@ -116,7 +120,7 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir) {
   j["num_hidden_layers"] = m.n_layers;
   j["hidden_act"] = "silu";
   j["rms_norm_eps"] = m.norm_eps;
-  j["rope_theta"] = theta;
+  j["rope_theta"] = hf_rope_theta(m);
   if (m.rope_scaling == "linear")
     j["rope_scaling"] = {{"rope_type", "linear"}, {"type", "linear"}, {"factor", m.rope_factor}};
   else
@@ -128,6 +132,11 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir) {
   j["mlp_bias"] = false;
   j["initializer_range"] = m.init_std;
   j["torch_dtype"] = "float32";
+  nlohmann::ordered_json gen = {{"do_sample", false}, {"max_length", m.max_seq_len}};
+  if (vocab)
+    for (const auto& [key, id] : {std::pair{"bos_token_id", vocab->bos}, {"eos_token_id", vocab->eos},
+                                  {"pad_token_id", vocab->pad}})
+      j[key] = gen[key] = id;
   Config saved = ckpt.config;
   saved.model.rope_layout = "half";  // the weights below are in the half layout
   j[kLmxConfigKey] = to_yaml(saved);
@@ -144,6 +153,10 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir) {
   fs::create_directories(dir, ec);
   if (ec) throw InputError(fmt::format("{}: cannot create: {}", dir, ec.message()));
   write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  if (vocab) {
+    write_hf_tokenizer(*vocab, dir, m.max_seq_len);
+    write_file_atomic((fs::path(dir) / "generation_config.json").string(), gen.dump(2) + "\n");
+  }
   write_file_atomic((fs::path(dir) / "config.json").string(), j.dump(2) + "\n");
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "data/corpus.h"
 #include "model/checkpoint.h"
 
 namespace lmx {
@@ -24,12 +25,20 @@ namespace lmx {
 // "model.norm is layernorm (Llama: rmsnorm)".
 std::string hf_llama_blocker(const ModelConfig& m);
 
+// rope_theta as Llama configs state it: ntk scaling folded in, θ·s^(D/(D−2)) (what lmx computes).
+double hf_rope_theta(const ModelConfig& m);
+
 // True when path is a directory (an HF folder, possibly without config.json).
 bool is_hf_folder(const std::string& path);
 
 // Writes dir/config.json and dir/model.safetensors (dir: new or empty). InputError naming the
-// blocking component when the config is not expressible.
-void export_hf_llama(const Checkpoint& ckpt, const std::string& dir);
+// blocking component when the config is not expressible. With the vocabulary, config.json also
+// names bos / eos / pad_token_id, and the tokenizer files and generation_config.json are written.
+void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data::Vocab* vocab = nullptr);
+
+// dir/tokenizer.json, tokenizer_config.json, special_tokens_map.json (and tokenizer.model for
+// SentencePiece) for AutoTokenizer (model/hf_tokenizer.cpp); nothing for a byte vocabulary.
+void write_hf_tokenizer(const data::Vocab& vocab, const std::string& dir, int max_len);
 
 // Reads an HF Llama folder as a Checkpoint (config built from config.json, tensors as float32
 // under lmx's names). InputError naming the file and key for anything missing or unsupported.

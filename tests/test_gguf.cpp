@@ -1,0 +1,275 @@
+// GGUF export (model/gguf.h): the file read back by a minimal GGUF reader written here from
+// ggml's gguf.md (header, metadata types, tensor infos, alignment, data offsets), the Q/K
+// permutation against a naive reference and against RoPE itself, refusals, atomic writes, and
+// the vocabularies (garden words; SentencePiece pieces, scores and types) through the CLI.
+// llama.cpp itself runs the files in scripts/interop/check.sh.
+#include "catch.h"
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "data/tokenizer.h"
+#include "helpers.h"
+#include "model/checkpoint.h"
+#include "model/gguf.h"
+#include "util/error.h"
+
+using namespace lmx;
+using lmx::test::TempDir;
+
+namespace {
+
+// ---- a minimal GGUF reader, independent of the writer ----
+struct GgufTensor {
+  std::vector<uint64_t> dims;  // fastest-first, as stored
+  uint32_t type = 0;
+  uint64_t offset = 0;
+};
+
+struct Gguf {
+  uint32_t version = 0;
+  std::map<std::string, std::pair<uint32_t, nlohmann::json>> kv;  // key -> (gguf type, value)
+  std::vector<std::pair<std::string, GgufTensor>> tensors;
+  uint64_t data_start = 0;
+  std::string bytes;
+
+  const nlohmann::json& at(const std::string& key) const { return kv.at(key).second; }
+  const GgufTensor& tensor(const std::string& name) const {
+    for (const auto& [n, t] : tensors)
+      if (n == name) return t;
+    throw std::runtime_error("no tensor " + name);
+  }
+  torch::Tensor f32(const std::string& name) const {  // (dims reversed = row-major shape)
+    const GgufTensor& t = tensor(name);
+    std::vector<int64_t> shape(t.dims.rbegin(), t.dims.rend());
+    auto out = torch::empty(shape, torch::kFloat32);
+    std::memcpy(out.data_ptr(), bytes.data() + data_start + t.offset, out.nbytes());
+    return out;
+  }
+};
+
+struct GgufCursor {
+  const std::string& s;
+  size_t pos = 0;
+  template <class T>
+  T get() {
+    REQUIRE(pos + sizeof(T) <= s.size());
+    T v;
+    std::memcpy(&v, s.data() + pos, sizeof v);
+    pos += sizeof v;
+    return v;
+  }
+  std::string str() {
+    const auto n = get<uint64_t>();
+    REQUIRE(pos + n <= s.size());
+    pos += n;
+    return s.substr(pos - n, n);
+  }
+  nlohmann::json value(uint32_t type) {
+    switch (type) {
+      case 0: return get<uint8_t>();
+      case 1: return get<int8_t>();
+      case 2: return get<uint16_t>();
+      case 3: return get<int16_t>();
+      case 4: return get<uint32_t>();
+      case 5: return get<int32_t>();
+      case 6: return get<float>();
+      case 7: return get<uint8_t>() != 0;
+      case 8: return str();
+      case 10: return get<uint64_t>();
+      case 11: return get<int64_t>();
+      case 12: return get<double>();
+      case 9: {
+        const auto elem = get<uint32_t>();
+        const auto n = get<uint64_t>();
+        nlohmann::json a = nlohmann::json::array();
+        for (uint64_t i = 0; i < n; ++i) a.push_back(value(elem));
+        return a;
+      }
+    }
+    FAIL("unknown GGUF value type " << type);
+    return {};
+  }
+};
+
+Gguf read_gguf(const std::string& path) {
+  Gguf g;
+  g.bytes = lmx::test::read_file(path);
+  GgufCursor c{g.bytes};
+  REQUIRE(g.bytes.substr(0, 4) == "GGUF");
+  c.pos = 4;
+  g.version = c.get<uint32_t>();
+  const auto n_tensors = c.get<uint64_t>(), n_kv = c.get<uint64_t>();
+  for (uint64_t i = 0; i < n_kv; ++i) {
+    const std::string key = c.str();
+    const auto type = c.get<uint32_t>();
+    g.kv[key] = {type, c.value(type)};
+  }
+  for (uint64_t i = 0; i < n_tensors; ++i) {
+    const std::string name = c.str();
+    GgufTensor t;
+    const auto n_dims = c.get<uint32_t>();
+    for (uint32_t d = 0; d < n_dims; ++d) t.dims.push_back(c.get<uint64_t>());
+    t.type = c.get<uint32_t>();
+    t.offset = c.get<uint64_t>();
+    g.tensors.push_back({name, t});
+  }
+  const uint64_t align = g.kv.count("general.alignment") ? g.at("general.alignment").get<uint64_t>() : 32;
+  g.data_start = (c.pos + align - 1) / align * align;
+  return g;
+}
+
+ModelConfig gguf_llama() {
+  ModelConfig m;
+  m.vocab_size = 19;
+  m.d_model = 24;
+  m.n_layers = 2;
+  m.n_heads = 4;
+  m.n_kv_heads = 2;
+  m.d_ff = 40;
+  m.norm = "rmsnorm";
+  m.ffn = "swiglu";
+  m.position = "rope";
+  m.bias = false;
+  m.max_seq_len = 64;
+  return m;
+}
+
+Checkpoint gguf_checkpoint(const TempDir& dir, const ModelConfig& m) {
+  Config cfg;
+  cfg.model = m;
+  torch::manual_seed(5);
+  ModernLM model(m);
+  save_checkpoint(dir.file("ck.safetensors"), model, cfg);
+  return read_checkpoint(dir.file("ck.safetensors"));
+}
+
+GgufVocab gguf_words(int n) {
+  GgufVocab v;
+  v.model = "gpt2";
+  for (int i = 0; i < n; ++i) v.tokens.push_back("w" + std::to_string(i)), v.types.push_back(i < 3 ? 3 : 1);
+  v.pad = 0, v.bos = 1, v.eos = 2;
+  return v;
+}
+
+torch::Tensor gguf_param(const Checkpoint& ck, const std::string& name) {
+  for (const auto& [n, t] : ck.tensors)
+    if (n == name) return t;
+  FAIL(name);
+  return {};
+}
+
+// x rotated by RoPE at position pos: pairs (i, i + D/2) (half) or (2i, 2i + 1) (interleaved).
+torch::Tensor naive_rope(const torch::Tensor& x, int64_t pos, bool half) {
+  const int64_t D = x.size(-1);
+  auto out = x.clone();
+  for (int64_t i = 0; i < D / 2; ++i) {
+    const double a = pos * std::pow(10000.0, -2.0 * i / D);
+    const int64_t p = half ? i : 2 * i, q = half ? i + D / 2 : 2 * i + 1;
+    out.select(-1, p) = x.select(-1, p) * std::cos(a) - x.select(-1, q) * std::sin(a);
+    out.select(-1, q) = x.select(-1, p) * std::sin(a) + x.select(-1, q) * std::cos(a);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("half_to_interleaved is convert_hf_to_gguf's permute, and RoPE scores stay the same", "[model][gguf]") {
+  const int64_t D = 8, H = 3, C = 5;
+  torch::manual_seed(1);
+  const auto w = torch::randn({H * D, C}, torch::kFloat64);
+  const auto p = half_to_interleaved(w, D);
+  for (int64_t r = 0; r < H * D; ++r) {  // naive: row 2i <- i, row 2i+1 <- i + D/2, per head
+    const int64_t h = r / D, j = r % D;
+    const int64_t src = h * D + (j % 2 ? j / 2 + D / 2 : j / 2);
+    CHECK(torch::equal(p[r], w[src]));
+  }
+  // q·k after RoPE: half-layout weights with half RoPE == permuted weights with adjacent-pair RoPE
+  const auto x = torch::randn({C}, torch::kFloat64), y = torch::randn({C}, torch::kFloat64);
+  const auto wk = torch::randn({D, C}, torch::kFloat64);
+  const auto q = w.slice(0, 0, D).matmul(x), k = wk.matmul(y);
+  const auto qi = half_to_interleaved(w, D).slice(0, 0, D).matmul(x), ki = half_to_interleaved(wk, D).matmul(y);
+  for (int64_t pos : {0, 3, 17}) {
+    const double half = naive_rope(q, pos, true).dot(naive_rope(k, 0, true)).item<double>();
+    const double inter = naive_rope(qi, pos, false).dot(naive_rope(ki, 0, false)).item<double>();
+    CHECK(half == Approx(inter).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("export_gguf writes GGUF v3 that a minimal reader parses back exactly", "[model][gguf]") {
+  TempDir dir;
+  ModelConfig m = gguf_llama();
+  const bool tied = GENERATE(false, true);
+  m.tie_embeddings = tied;
+  const Checkpoint ck = gguf_checkpoint(dir, m);
+  export_gguf(ck, gguf_words(17), dir.file("m.gguf"));  // 17 words: padded to 19 with unused entries
+  const Gguf g = read_gguf(dir.file("m.gguf"));
+  CHECK(g.version == 3);
+  CHECK(g.kv.at("general.alignment").first == 4);  // u32
+  CHECK(g.at("general.alignment") == 32);
+  CHECK(g.at("general.architecture") == "llama");
+  CHECK(g.at("llama.embedding_length") == 24);
+  CHECK(g.at("llama.feed_forward_length") == 40);
+  CHECK(g.at("llama.block_count") == 2);
+  CHECK(g.at("llama.attention.head_count") == 4);
+  CHECK(g.at("llama.attention.head_count_kv") == 2);
+  CHECK(g.at("llama.context_length") == 64);
+  CHECK(g.at("llama.rope.freq_base").get<double>() == 10000.0);
+  CHECK(g.at("llama.attention.layer_norm_rms_epsilon").get<double>() == Approx(1e-5).epsilon(1e-6));
+  CHECK(g.kv.at("llama.rope.freq_base").first == 6);  // f32
+  CHECK(g.at("tokenizer.ggml.model") == "gpt2");
+  CHECK(g.at("tokenizer.ggml.merges").empty());
+  REQUIRE(g.at("tokenizer.ggml.tokens").size() == 19);
+  CHECK(g.at("tokenizer.ggml.tokens")[3] == "w3");
+  CHECK(g.at("tokenizer.ggml.token_type")[18] == 5);
+  CHECK(g.at("tokenizer.ggml.bos_token_id") == 1);
+  CHECK(g.tensors.size() == (tied ? 2u : 3u) + 2u * 9u);
+  for (const auto& [name, t] : g.tensors) {
+    INFO(name);
+    CHECK(t.offset % 32 == 0);
+    CHECK(t.type == 0);  // F32
+  }
+  CHECK(g.tensor("token_embd.weight").dims == std::vector<uint64_t>{24, 19});  // fastest-first
+  CHECK(g.tensor("blk.1.attn_k.weight").dims == std::vector<uint64_t>{24, 12});
+  CHECK(torch::equal(g.f32("token_embd.weight"), gguf_param(ck, "model.embed_tokens.weight")));
+  CHECK(torch::equal(g.f32("blk.1.ffn_down.weight"), gguf_param(ck, "model.layers.1.mlp.down_proj.weight")));
+  CHECK(torch::equal(g.f32("blk.0.attn_q.weight"), half_to_interleaved(gguf_param(ck, "model.layers.0.self_attn.q_proj.weight"), 6)));
+  CHECK(torch::equal(g.f32("blk.0.attn_k.weight"), half_to_interleaved(gguf_param(ck, "model.layers.0.self_attn.k_proj.weight"), 6)));
+  CHECK(torch::equal(g.f32("blk.0.attn_v.weight"), gguf_param(ck, "model.layers.0.self_attn.v_proj.weight")));
+  const auto last = g.tensors.back().second;
+  CHECK(g.data_start + last.offset + 4 * last.dims[0] * (last.dims.size() > 1 ? last.dims[1] : 1) <= g.bytes.size());
+  SECTION("interleaved RoPE weights are written as they are; f16 halves the matrices, norms stay f32") {
+    m.rope_layout = "interleaved";
+    const Checkpoint ci = gguf_checkpoint(dir, m);
+    export_gguf(ci, gguf_words(19), dir.file("i.gguf"), "f16");
+    const Gguf gi = read_gguf(dir.file("i.gguf"));
+    CHECK(gi.tensor("blk.0.attn_q.weight").type == 1);
+    CHECK(gi.tensor("blk.0.attn_norm.weight").type == 0);
+    CHECK(gi.at("general.file_type") == 1);
+  }
+}
+
+TEST_CASE("export_gguf refuses what llama.cpp's llama cannot express, leaving the old file", "[model][gguf]") {
+  TempDir dir;
+  ModelConfig m = gguf_llama();
+  std::string component;
+  SECTION("layernorm") { m.norm = "layernorm", component = "model.norm is layernorm"; }
+  SECTION("biases") { m.bias = true, component = "model.bias is true"; }
+  SECTION("gelu ffn") { m.ffn = "gelu", component = "model.ffn is gelu"; }
+  SECTION("yarn") { m.rope_scaling = "yarn", m.rope_factor = 2, component = "model.rope_scaling is yarn"; }
+  const Checkpoint ck = gguf_checkpoint(dir, m);
+  const std::string out = dir.write("old.gguf", "previous");
+  CHECK_THROWS_AS(export_gguf(ck, gguf_words(19), out), InputError);
+  CHECK_THROWS_WITH(export_gguf(ck, gguf_words(19), out), Catch::Contains(component) && Catch::Contains("GGUF"));
+  CHECK(lmx::test::read_file(out) == "previous");
+  CHECK_FALSE(std::filesystem::exists(out + ".tmp"));
+  const Checkpoint ok = gguf_checkpoint(dir, gguf_llama());
+  CHECK_THROWS_WITH(export_gguf(ok, gguf_words(20), out), Catch::Contains("20 tokens"));  // more words than rows
+  CHECK_THROWS_WITH(export_gguf(ok, gguf_words(19), out, "q4"), Catch::Contains("--gguf-type"));
+  CHECK(lmx::test::read_file(out) == "previous");
+}
