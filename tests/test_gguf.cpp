@@ -273,3 +273,83 @@ TEST_CASE("export_gguf refuses what llama.cpp's llama cannot express, leaving th
   CHECK_THROWS_WITH(export_gguf(ok, gguf_words(19), out, "q4"), Catch::Contains("--gguf-type"));
   CHECK(lmx::test::read_file(out) == "previous");
 }
+
+TEST_CASE("lmx export --gguf --hf: the garden words in both, the ids in config.json; refusals write nothing",
+          "[model][gguf][cli]") {
+  TempDir dir;
+  const std::string tiny = "--set data.train_docs=200 --set data.val_docs=50 --set data.test_docs=50";
+  REQUIRE(lmx::test::run_lmx("-q train configs/llama.yaml --set train.steps=2 " + tiny + " --out " + dir.file("g")).code == 0);
+  const std::string ck = dir.file("g/seed0/model.safetensors");
+  auto ex = lmx::test::run_lmx("-q export " + ck + " --gguf " + dir.file("g.gguf") + " --hf " + dir.file("hf"));
+  INFO(ex.output);
+  REQUIRE(ex.code == 0);
+  const Gguf g = read_gguf(dir.file("g.gguf"));
+  const auto tok = nlohmann::json::parse(lmx::test::read_file(dir.file("hf/tokenizer.json")));
+  const auto& words = g.at("tokenizer.ggml.tokens");
+  CHECK(g.at("tokenizer.ggml.model") == "gpt2");
+  CHECK(words[0] == "<pad>");
+  CHECK(words[1] == "<bos>");
+  CHECK(words[2] == "<eos>");
+  CHECK(tok["model"]["type"] == "WordLevel");
+  REQUIRE(tok["model"]["vocab"].size() == words.size());
+  for (size_t i = 0; i < words.size(); ++i) CHECK(tok["model"]["vocab"][words[i].get<std::string>()] == i);
+  const auto cfg = nlohmann::json::parse(lmx::test::read_file(dir.file("hf/config.json")));
+  CHECK(cfg["pad_token_id"] == 0);
+  CHECK(cfg["bos_token_id"] == 1);
+  CHECK(cfg["eos_token_id"] == 2);
+  const auto gen = nlohmann::json::parse(lmx::test::read_file(dir.file("hf/generation_config.json")));
+  CHECK(gen["eos_token_id"] == 2);
+  CHECK(std::filesystem::exists(dir.file("hf/special_tokens_map.json")));
+  CHECK(std::filesystem::exists(dir.file("hf/tokenizer_config.json")));
+  // a textbook model (LayerNorm, biases): one line naming the component, exit 2, no file
+  REQUIRE(lmx::test::run_lmx("-q train configs/textbook.yaml --set train.steps=1 " + tiny + " --out " + dir.file("t")).code == 0);
+  auto no = lmx::test::run_lmx("-q export " + dir.file("t/seed0/model.safetensors") + " --gguf " + dir.file("t.gguf") +
+                               " --hf " + dir.file("thf"));
+  CHECK(no.code == 2);
+  CHECK_THAT(no.output, Catch::StartsWith("lmx: error:") && Catch::Contains("model.norm is layernorm"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("t.gguf")));
+  CHECK_FALSE(std::filesystem::exists(dir.file("thf")));
+  auto full = lmx::test::run_lmx("-q export " + ck + " --gguf " + dir.file("x.gguf") + " --hf " + dir.file("hf"));
+  CHECK(full.code == 2);  // --hf not empty: checked before the GGUF is written
+  CHECK_FALSE(std::filesystem::exists(dir.file("x.gguf")));
+}
+
+TEST_CASE("lmx export --gguf carries a SentencePiece model's pieces, scores and types; no byte pieces: refused",
+          "[model][gguf][cli][tokenizer]") {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; text.size() < 20000; ++i) text += i % 7 ? "the rose visits a café. " : "every naïve bee waters.\n";
+  dir.write("corpus.txt", text);
+  const std::string config = dir.write(
+      "spm.yaml", "extends: " + lmx::test::source_path("configs/llama.yaml") +
+                      "\nmodel:\n  d_model: 32\n  n_layers: 1\ndata:\n  kind: text\n  text_path: corpus.txt\n"
+                      "  text_doc_len: 128\n  layout: packed\n  seq_len: 32\n  tokenizer: sentencepiece\n");
+  const bool bytes = GENERATE(true, false);
+  auto t = lmx::test::run_lmx("-q data tokenizer " + config + (bytes ? " --vocab 300 --byte-fallback" : " --vocab 60"));
+  INFO(t.output);
+  REQUIRE(t.code == 0);
+  REQUIRE(lmx::test::run_lmx("-q train " + config + " --set train.steps=1 --out " + dir.file("r")).code == 0);
+  auto ex = lmx::test::run_lmx("-q export " + dir.file("r/seed0/model.safetensors") + " --gguf " + dir.file("s.gguf"));
+  INFO(ex.output);
+  if (!bytes) {
+    CHECK(ex.code == 2);
+    CHECK_THAT(ex.output, Catch::Contains("no byte pieces") && Catch::Contains("--byte-fallback"));
+    CHECK_FALSE(std::filesystem::exists(dir.file("s.gguf")));
+    return;
+  }
+  REQUIRE(ex.code == 0);
+  const Gguf g = read_gguf(dir.file("s.gguf"));
+  const auto tok = data::Tokenizer::load(dir.file("spm.tokenizer.model"));
+  const auto& pieces = g.at("tokenizer.ggml.tokens");
+  REQUIRE(static_cast<int>(pieces.size()) == tok->size());
+  for (int i = 0; i < tok->size(); ++i) CHECK(pieces[i] == tok->piece(i));
+  CHECK(g.at("tokenizer.ggml.model") == "llama");
+  CHECK(g.at("tokenizer.ggml.add_space_prefix") == false);
+  CHECK(g.at("tokenizer.ggml.token_type")[tok->bos()] == 3);                  // control
+  CHECK(g.at("tokenizer.ggml.token_type")[tok->unk()] == 2);                  // unknown
+  CHECK(pieces[4] == "<0x00>");                                               // bytes follow the specials
+  CHECK(g.at("tokenizer.ggml.token_type")[4] == 6);
+  CHECK(g.at("tokenizer.ggml.scores")[300 - 1].get<double>() < g.at("tokenizer.ggml.scores")[261].get<double>());
+  CHECK(g.at("tokenizer.ggml.bos_token_id") == tok->bos());
+  CHECK(g.at("tokenizer.ggml.padding_token_id") == tok->pad());
+}

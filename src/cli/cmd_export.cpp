@@ -3,6 +3,8 @@
 // scripts/interop/check.sh to compare the other engines with (cli/export_reference.h).
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "cli/app.h"
 #include "cli/export_reference.h"
 #include "data/corpus.h"
@@ -36,8 +38,25 @@ void add_export_command(CLI::App& app, Globals& g) {
       Checkpoint ck = read_checkpoint(a->checkpoint);
       data::Corpus corpus = data::load_corpus(ck.config.data);
       ck.config = resolve_for_corpus(ck.config, corpus);  // the vocabulary fits the model
+      const auto trained_with = ck.metadata.find("tokenizer_hash");
+      if (corpus.vocab.tokenizer && trained_with != ck.metadata.end() &&
+          trained_with->second != corpus.vocab.tokenizer->hash())
+        throw InputError(fmt::format("{}: {} is not the tokenizer the checkpoint was trained with (hash {}, now {})",
+                                     ck.path, corpus.vocab.tokenizer->path(), trained_with->second,
+                                     corpus.vocab.tokenizer->hash()),
+                         "restore the tokenizer model the run was trained with");
+      // Everything that can refuse is checked before the first file is written.
+      const std::string blocker = hf_llama_blocker(ck.config.model);
+      if (!blocker.empty() && !(a->hf.empty() && a->gguf.empty()))
+        throw InputError(fmt::format("{}: cannot export as {}: {}", ck.path, a->gguf.empty() ? "Hugging Face Llama" : "GGUF",
+                                     blocker),
+                         "only pre-norm RMSNorm, SwiGLU, RoPE, MHA/GQA/MQA models without biases are Llama");
+      std::error_code ec;
+      if (!a->hf.empty() && std::filesystem::exists(a->hf, ec) && !std::filesystem::is_empty(a->hf, ec))
+        throw InputError(fmt::format("{}: exists and is not empty", a->hf), "give a new or empty directory to --hf");
+      const GgufVocab vocab = a->gguf.empty() ? GgufVocab{} : gguf_vocab(corpus.vocab);
       if (!a->gguf.empty()) {
-        export_gguf(ck, gguf_vocab(corpus.vocab), a->gguf, a->gguf_type);
+        export_gguf(ck, vocab, a->gguf, a->gguf_type);
         log::info("export", "{} -> {} (GGUF, {})", a->checkpoint, a->gguf, a->gguf_type);
       }
       if (!a->hf.empty()) {
