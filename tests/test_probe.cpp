@@ -71,7 +71,10 @@ int64_t t5_bucket_reference(int64_t distance, int64_t num_buckets, int64_t max_d
 TEST_CASE("probe activations: minima, gelu vs gelu_tanh, swish limits", "[probe]") {
   auto r = probe_activations({});
   const auto& v = table(r, "values");
-  REQUIRE(v.rows.size() == 9);
+  REQUIRE(v.rows.size() == 11);
+  // The lecture's example: swish with β = 0.1 maps −5 to −5·σ(−0.5) = −1.888.
+  CHECK(num(v, row(v, "-5"), "swish β=0.1") == Approx(-5 / (1 + std::exp(0.5))).margin(1e-6));
+  CHECK(num(v, row(v, "5"), "relu") == 5.0);
   CHECK(num(v, row(v, "-1"), "relu") == 0.0);
   CHECK(num(v, row(v, "2"), "relu") == 2.0);
   CHECK(num(v, row(v, "1"), "gelu") == Approx(0.5 * (1 + std::erf(1 / std::sqrt(2.0)))).margin(1e-6));

@@ -67,7 +67,7 @@ ProbeResult probe_activations(const ProbeOptions&) {
                                        {"gelu_tanh", "gelu_tanh", 1.0}, {"silu", "silu", 1.0},
                                        {"swish β=0.1", "swish", 0.1},   {"swish β=1", "swish", 1.0},
                                        {"swish β=10", "swish", 10.0}};
-  const std::vector<double> xs = {-3, -2, -1, -0.5, 0, 0.5, 1, 2, 3};
+  const std::vector<double> xs = {-5, -3, -2, -1, -0.5, 0, 0.5, 1, 2, 3, 5};  // ±5: the lecture's swish example
   auto x = torch::tensor(xs, kF64);
   ProbeResult res;
   Table values;
