@@ -55,7 +55,20 @@ void add_config_commands(CLI::App& app, Globals& g) {
                "~50 of 256 ReLU units are dead in layer 0 after training at the default lr (lecture F4: none);\n"
                "with small matrices post-norm's gradient norm at init stays flat over depth, while\n"
                "PyTorch's defaults give the lecture's growth (N2). `embed_scale: sqrt_d` (Vaswani et al.\n"
-               "2017) is the other remedy for the first problem; the presets keep 1, as the lecture.\n";
+               "2017) is the other remedy for the first problem; the presets keep 1, as the lecture.\n"
+               "\n## Optimizer\n\n"
+               "The presets (configs/textbook.yaml, and original/llama and every lecture spec through it) set\n"
+               "`train.beta2: 0.999`, PyTorch's AdamW default, because the lecture's models use PyTorch's\n"
+               "defaults; `train.adam_eps` 1e-8 and `train.weight_decay` 0.01 are PyTorch's defaults too.\n"
+               "The field default stays 0.98 (Vaswani et al. 2017). The choice matters: with β2 0.98 our\n"
+               "ReLU models at lr 0.01 and 0.03 had tens of dead neurons per layer where the lecture had at\n"
+               "most 1 (F4), and β2 alone removed them (docs/results_notes.md, issue 30's history).\n"
+               "\n## Training rows\n\n"
+               "In the doc layout (`data.layout: doc`) a document is one training row unless it is longer\n"
+               "than the model's context (`model.max_seq_len`), so training reaches every position that\n"
+               "evaluation of whole documents scores; `data.seq_len` is the chunk length of the packed\n"
+               "layout only. A test target at a position no training row reached is kept out of the test\n"
+               "perplexity and reported apart (summary.csv: `test_untrained_targets`, `test_untrained_loss`).\n";
       return 0;
     };
   });

@@ -88,7 +88,7 @@ struct DataConfig {
   std::string tokenizer = "bytes";  // text: bytes | sentencepiece (data/tokenizer.h)
   std::string tokenizer_model = "";  // sentencepiece: model file; empty = <config stem>.tokenizer.model beside it
   std::string layout = "doc";    // doc (one document per row, padded, masked) | packed
-  int seq_len = 64;              // packed: chunk length; doc: longer documents are cut
+  int seq_len = 64;              // packed: chunk length (doc rows are whole documents up to model.max_seq_len)
   int pronoun_window = 5;        // pronoun metric: "far" means the subject is > W tokens back
 };
 

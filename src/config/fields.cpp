@@ -213,7 +213,7 @@ std::vector<Field> make_fields() {
       string_field<D>("data.tokenizer", &D::tokenizer, "text: bytes (ids 0..255), or sentencepiece: the subword model `lmx data tokenizer` trains", fixed({"bytes", "sentencepiece"})),
       string_field<D>("data.tokenizer_model", &D::tokenizer_model, "sentencepiece: the model file (relative to the config); empty = <config stem>.tokenizer.model beside the config"),
       string_field<D>("data.layout", &D::layout, "doc: one document per row, padded and masked; packed: documents joined by <eos>, cut into seq_len chunks", fixed({"doc", "packed"})),
-      int_field<D>("data.seq_len", &D::seq_len, 2, 1 << 24, "tokens per training row (packed chunk length; doc: longer documents are cut)"),
+      int_field<D>("data.seq_len", &D::seq_len, 2, 1 << 24, "packed: tokens per training row (chunk length); doc: unused, a document is one row unless longer than model.max_seq_len"),
       int_field<D>("data.pronoun_window", &D::pronoun_window, 0, kMaxInt, "pronoun metric: far = subject more than W tokens back"),
   };
 }

@@ -83,6 +83,14 @@ Rows make_rows(const std::vector<Doc>& docs, Layout layout, int seq_len, int32_t
   return out;
 }
 
+int train_row_len(const Config& cfg) {
+  return parse_layout(cfg.data.layout) == Layout::Packed ? cfg.data.seq_len : cfg.model.max_seq_len;
+}
+
+Rows train_rows(const std::vector<Doc>& docs, const Config& cfg, int32_t eos) {
+  return make_rows(docs, parse_layout(cfg.data.layout), train_row_len(cfg), eos);
+}
+
 Batcher::Batcher(Rows rows, int batch_size, uint64_t seed, int32_t pad, int rank, int world)
     : rows_(std::move(rows)), batch_size_(batch_size), seed_(seed), pad_(pad), rank_(rank), world_(world) {
   if (rows_.rows.empty()) throw InputError("no training rows: the training split is empty");

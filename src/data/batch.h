@@ -39,6 +39,13 @@ struct Rows {
 };
 Rows make_rows(const std::vector<Doc>& docs, Layout layout, int seq_len, int32_t eos);
 
+// The row length a config trains on: packed, data.seq_len; doc, the model's context
+// (model.max_seq_len), so that a document is one row unless it is longer than the model can
+// see, and training reaches every position that evaluation of whole documents scores.
+int train_row_len(const Config& cfg);
+// The rows a config trains on: make_rows(docs, data.layout, train_row_len(cfg), eos).
+Rows train_rows(const std::vector<Doc>& docs, const Config& cfg, int32_t eos);
+
 // Batches of rows for training: reshuffled every epoch from (seed, epoch), padded with
 // `pad` to the longest row of the global batch (Doc) or exactly seq_len (Packed).
 // An epoch is rows / batch_size full global batches (the rows left over differ per epoch);

@@ -166,7 +166,7 @@ ProbeResult probe_sparsity(const ProbeOptions& opt) {
   data::Corpus corpus = data::load_corpus(ck.config.data);
   const size_t n_docs = std::min<size_t>(opt.docs, corpus.val.size());
   std::vector<data::Doc> docs(corpus.val.begin(), corpus.val.begin() + n_docs);
-  auto rows = data::make_rows(docs, data::Layout::Doc, ck.config.data.seq_len, corpus.vocab.eos);
+  auto rows = data::make_rows(docs, data::Layout::Doc, data::train_row_len(ck.config), corpus.vocab.eos);
   const int64_t L = model->n_layers();
   std::vector<int64_t> zeros(L, 0), total(L, 0);
   std::vector<torch::Tensor> ever_positive(L);  // (F) bool per layer

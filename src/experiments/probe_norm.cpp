@@ -68,7 +68,7 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
   data::Corpus corpus = data::load_corpus(base.data);
   base = resolve_for_corpus(base, corpus);
   std::vector<data::Doc> docs(corpus.train.begin(), corpus.train.begin() + std::min<size_t>(32, corpus.train.size()));
-  auto rows = data::make_rows(docs, data::Layout::Doc, base.data.seq_len, corpus.vocab.eos);
+  auto rows = data::make_rows(docs, data::Layout::Doc, data::train_row_len(base), corpus.vocab.eos);
   const data::Batch batch = data::eval_batches(rows, static_cast<int>(rows.rows.size()), corpus.vocab.pad).at(0);
 
   Table layers, totals;

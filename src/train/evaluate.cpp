@@ -24,6 +24,21 @@ EvalOptions eval_options(const Config& cfg, data::Split split) {
   return opt;
 }
 
+int trained_positions(const Config& cfg, const data::Corpus& corpus) {
+  if (data::parse_layout(cfg.data.layout) == data::Layout::Packed) return 0;
+  int longest = 0;
+  for (const auto& row : data::train_rows(corpus.train, cfg, corpus.vocab.eos).rows)
+    longest = std::max(longest, static_cast<int>(row.size()) - 1);
+  return longest;
+}
+
+int64_t targets_beyond(const std::vector<data::Doc>& docs, int trained_len) {
+  int64_t n = 0;
+  if (trained_len > 0)
+    for (const auto& d : docs) n += std::max<int64_t>(0, static_cast<int64_t>(d.size()) - 1 - trained_len);
+  return n;
+}
+
 EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
@@ -53,7 +68,8 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
   std::sort(starts.begin(), starts.end());
   for (size_t i = 0; i < starts.size(); ++i)
     r.ranges.push_back({starts[i], i + 1 < starts.size() ? starts[i + 1] : -1, /*tokens=*/0, /*nll=*/0, /*true_nll=*/0});
-  double nll_sum = 0, true_sum = 0, covered_sum = 0;
+  double nll_sum = 0, true_sum = 0, covered_sum = 0, untrained_sum = 0;
+  const int64_t trained_len = packed || opt.trained_len <= 0 ? std::numeric_limits<int64_t>::max() : opt.trained_len;
   int64_t true_tokens = 0;
   const std::vector<double> no_truth;
   const torch::Device device = model->parameters().front().device();  // cpu or cuda
@@ -78,6 +94,10 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
       for (int64_t t = 0; t < T; ++t) {
         if (!ok_a[i][t]) continue;
         const double nll = -lp_a[i][t];
+        if (t >= trained_len) {  // a position no training row reached: reported apart
+          untrained_sum += nll, ++r.untrained_tokens;
+          continue;
+        }
         nll_sum += nll;
         ++r.tokens;
         const double tv = t < static_cast<int64_t>(tl.size()) ? tl[t] : std::nan("");
@@ -98,11 +118,13 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
   r.loss = r.tokens ? nll_sum / r.tokens : std::nan("");
   r.ppl = std::exp(r.loss);
   r.true_tokens = true_tokens;
+  if (r.untrained_tokens > 0) r.untrained_loss = untrained_sum / r.untrained_tokens;
   if (true_tokens > 0) {
     r.true_nll = true_sum / true_tokens;
     r.true_ppl = std::exp(r.true_nll);
     r.covered_loss = covered_sum / true_tokens;
   }
+  r.pronoun = pronoun_acc;
   r.far_sites = pronoun_acc.far_sites;
   r.near_sites = pronoun_acc.near_sites;
   r.far_acc = pronoun_acc.far();

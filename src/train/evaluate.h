@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "data/pronoun.h"
 #include "model/lm.h"
 
 namespace lmx {
@@ -22,6 +23,9 @@ struct EvalOptions {
   int pronoun_window = 5;          // far = subject more than W tokens back
   std::vector<int> by_position;    // range starts, e.g. {0, 64, 128, 256}; empty = none
   std::string precision = "fp32";  // fp32 | bf16 (the forward under autocast; log-probs in fp32)
+  // Doc layout: targets at row positions >= trained_len were never trained (no training row
+  // reached them); they are kept out of loss / ppl and reported apart (untrained_*). 0 = all.
+  int trained_len = 0;
 };
 
 struct PositionRange {
@@ -46,7 +50,10 @@ struct EvalResult {
   double far_acc = std::numeric_limits<double>::quiet_NaN();
   double near_acc = std::numeric_limits<double>::quiet_NaN();
   int64_t far_sites = 0, near_sites = 0;
+  data::PronounAccuracy pronoun;   // the counts behind far/near, with the far-site buckets
   std::vector<PositionRange> ranges;
+  int64_t untrained_tokens = 0;    // targets at positions training never reached (not in loss)
+  double untrained_loss = std::numeric_limits<double>::quiet_NaN();  // their mean NLL
 };
 
 EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt);
@@ -55,5 +62,12 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
 // seq_len, or whole documents), batch max(batch_size, 32), the config's pronoun window, and
 // train.eval_docs documents for validation (every document for the test split).
 EvalOptions eval_options(const Config& cfg, data::Split split);
+
+// Doc layout: the number of row positions the config's training rows reach (the longest
+// training row's targets), for EvalOptions::trained_len; packed: 0 (every position of a chunk
+// is trained; longer test rows are the length-extrapolation experiment, reported by position).
+int trained_positions(const Config& cfg, const data::Corpus& corpus);
+// The targets of docs at positions >= trained_len (0: none), which evaluate keeps apart.
+int64_t targets_beyond(const std::vector<data::Doc>& docs, int trained_len);
 
 }  // namespace lmx

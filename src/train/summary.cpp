@@ -33,6 +33,8 @@ const std::vector<Column>& numeric_columns() {
       {"true_test_ppl", 4, [](const SummaryRow& r) { return r.run.test.true_ppl; }},
       {"unigram_test_ppl", 4, [](const SummaryRow& r) { return r.run.unigram_test_ppl; }},
       {"far_pronoun_acc", 4, [](const SummaryRow& r) { return r.run.test.far_acc; }},
+      {"test_untrained_targets", 0, [](const SummaryRow& r) { return double(r.run.test.untrained_tokens); }},
+      {"test_untrained_loss", 4, [](const SummaryRow& r) { return r.run.test.untrained_loss; }},
       {"near_pronoun_acc", 4, [](const SummaryRow& r) { return r.run.test.near_acc; }},
       {"kv_numbers_per_token_per_layer", 0,
        [](const SummaryRow& r) { return double(kv_cache_size(r.config.model).per_token_per_layer); }},

@@ -137,9 +137,8 @@ int64_t total_steps(const TrainConfig& t, int64_t batches_per_epoch) {
 }
 
 int64_t planned_steps(const Config& cfg, const data::Corpus& corpus) {
-  const data::Batcher batcher(data::make_rows(corpus.train, data::parse_layout(cfg.data.layout), cfg.data.seq_len,
-                                              corpus.vocab.eos),
-                              cfg.train.batch_size, 0, corpus.vocab.pad);
+  const data::Batcher batcher(data::train_rows(corpus.train, cfg, corpus.vocab.eos), cfg.train.batch_size, 0,
+                              corpus.vocab.pad);
   return total_steps(cfg.train, batcher.batches_per_epoch());
 }
 
@@ -216,8 +215,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   res.params = count_parameters(model);
   auto optimizer = make_optimizer(model, t);
 
-  data::Layout layout = data::parse_layout(cfg.data.layout);
-  data::Batcher batcher(data::make_rows(corpus.train, layout, cfg.data.seq_len, corpus.vocab.eos),
+  data::Batcher batcher(data::train_rows(corpus.train, cfg, corpus.vocab.eos),
                         t.batch_size, opt.seed, corpus.vocab.pad, dist::rank(), dist::world());
   const int64_t per_epoch = std::max<int64_t>(1, batcher.batches_per_epoch());
   const int64_t total = total_steps(t, per_epoch);
@@ -283,7 +281,12 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
                                              "val_loss", "val_ppl"},
                     /*append=*/opt.resume);
 
-  const EvalOptions val_opt = eval_options(cfg, data::Split::Val);
+  EvalOptions val_opt = eval_options(cfg, data::Split::Val), test_opt = eval_options(cfg, data::Split::Test);
+  val_opt.trained_len = test_opt.trained_len = trained_positions(cfg, corpus);  // doc layout
+  for (data::Split s : {data::Split::Val, data::Split::Test})
+    if (int64_t n = targets_beyond(corpus.split(s), val_opt.trained_len))
+      log::warn("train", "{} {} targets lie at positions >= {}, which no training row reaches: kept out of its "
+                "loss and reported apart (summary.csv: test_untrained_*)", n, data::split_name(s), val_opt.trained_len);
 
   // Writes the checkpoint; with optimizer state when the run can be continued from it.
   auto checkpoint = [&](const std::string& status, double train_seconds) {
@@ -306,8 +309,8 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
                     meta);
   };
 
-  log::info("train", "seed {}: {} parameters, {} steps ({} per epoch), layout {}, seq_len {}",
-            opt.seed, res.params, total, per_epoch, cfg.data.layout, cfg.data.seq_len);
+  log::info("train", "seed {}: {} parameters, {} steps ({} per epoch), layout {}, rows of <= {} targets",
+            opt.seed, res.params, total, per_epoch, cfg.data.layout, data::train_row_len(cfg));
   double smoothed_tps = 0;
   const double seconds_before = state.train_seconds;
   const int64_t first_step = state.steps;
@@ -394,7 +397,7 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
 
   if (!finished_before) checkpoint(res.status, train_seconds);
   if (res.status == "ok") {
-    res.test = evaluate(model, corpus, eval_options(cfg, data::Split::Test));
+    res.test = evaluate(model, corpus, test_opt);
     // An infinite (or NaN) perplexity is no result: the run diverged, and its checkpoint says so.
     if (!std::isfinite(res.final_val_ppl) || !std::isfinite(res.test.ppl)) {
       res.status = "diverged";
