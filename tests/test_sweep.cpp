@@ -113,11 +113,16 @@ TEST_CASE("aggregates come from the per-seed table, skipping failed seeds", "[sw
   seeds.add({"a", "1", "ok", "6.0", ""});
   seeds.add({"a", "2", "diverged", "", "step 3"});
   Table t = with_aggregates(seeds);
-  REQUIRE(t.rows.size() == 3 + 4);
+  REQUIRE(t.rows.size() == 3 + 6);
   CHECK(t.rows[3] == std::vector<std::string>{"a", "mean", "2 ok", "5.0000", ""});
   CHECK(t.rows[4][3] == "1.41421");  // sample std of {4, 6}
   CHECK(t.rows[5][3] == "4.0000");
   CHECK(t.rows[6][3] == "6.0000");
+  // The bootstrap interval of the mean of {4, 6}: resample means 4, 5, 6 with mass 1/4, 1/2,
+  // 1/4, so the 2.5% and 97.5% points are 4 and 6.
+  CHECK(t.rows[7][1] == "ci95_lo");
+  CHECK(t.rows[7][3] == "4.00000");
+  CHECK(t.rows[8][3] == "6.00000");
 }
 
 TEST_CASE("one value has no spread: no std of 0 and no plus-minus 0 in the Markdown", "[sweep]") {
@@ -126,7 +131,7 @@ TEST_CASE("one value has no spread: no std of 0 and no plus-minus 0 in the Markd
   seeds.add({"a", "0", "ok", "4.0", "1.5", ""});
   seeds.add({"a", "1", "ok", "", "2.5", ""});  // no test ppl (e.g. not evaluated)
   Table t = with_aggregates(seeds);
-  REQUIRE(t.rows.size() == 2 + 4);
+  REQUIRE(t.rows.size() == 2 + 6);
   CHECK(t.rows[2][3] == "4.0000");  // mean of the one value
   CHECK(t.rows[3][3] == "");        // its std: none
   CHECK(t.rows[3][4] == "0.70711");

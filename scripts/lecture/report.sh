@@ -36,21 +36,77 @@ verdict() {
   awk "BEGIN { exit !($1) }" 2> /dev/null || rc=$?
   case $rc in 0) echo "**reproduced**" ;; 1) echo "**not reproduced**" ;; *) echo "n/a (missing numbers)" ;; esac
 }
-# lower BETTER_MEAN BETTER_STD WORSE_MEAN WORSE_STD: the first is lower by more than the seed
-# spread (the two stds added) -> reproduced; lower but within it -> inconclusive.
-lower() {
-  awk -v b="$1" -v bs="$2" -v w="$3" -v ws="$4" 'BEGIN { if (b == "" || w == "") r = 3; else if (w - b > bs + ws) r = 0; else if (w > b) r = 2; else r = 1; exit r }' && echo 0 || echo $?
+# Verdicts with statistics (issue 30; these rules were written before the run they judge).
+# `lmx compare A B --metric M` gives the mean difference A − B over the seeds and its 95%
+# bootstrap interval [lo, hi] (paired by seed when both sides hold the same seeds). With the tie
+# margin m = TIE_MARGIN × |mean of B| (1%: the lecture's "two seeds of one config can differ by
+# ~1%"), a comparison's outcome is
+#   tie           the interval lies inside [−m, m];
+#   A (B) wins    the interval excludes 0 on A's (B's) side (lower ppl / loss, higher accuracy);
+#   inconclusive  otherwise.
+# A claim of a tie checks "tie" first; a claim of a winner checks the winner first. A claim is
+# reproduced when every comparison it makes has the claimed outcome, not reproduced when one
+# has another definite outcome, and inconclusive otherwise. Where a verdict flipped with
+# rounding alone in earlier runs, the seeds were raised (01: 5 seeds), not the margin.
+TIE_MARGIN=0.01
+CMP_TMP="$(mktemp "${TMPDIR:-/tmp}/lmx-compare.XXXXXX")"
+trap 'rm -f "$CMP_TMP"' EXIT
+# cmp A B METRIC: "diff lo hi mean_b" (empty when lmx compare fails, e.g. a missing point).
+cmp() {
+  "$LMX" -q compare "$1" "$2" --metric "$3" --csv "$CMP_TMP" > /dev/null 2>&1 || return 0
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    { lo = $c["ci_lo"]; hi = $c["ci_hi"]; print $c["diff"], (lo == "" ? "nan" : lo), (hi == "" ? "nan" : hi), $c["mean_b"] }' "$CMP_TMP"
 }
-# all_lower CODE...: n/a if a number is missing, reproduced if every comparison is, not
-# reproduced if any is, else inconclusive.
-all_lower() {
-  local worst=0 c
-  for c in "$@"; do ((c == 3)) && { echo "n/a (missing numbers)"; return; }; done
-  for c in "$@"; do
-    if ((c == 1)); then worst=1; break; fi
-    ((c == 2)) && worst=2
+# outcome CLAIM HIGHER "diff lo hi mean_b": A, B, tie, inconclusive or na. CLAIM is tie or win
+# (which outcome is checked first); HIGHER is 1 when higher values are better.
+outcome() {
+  local d lo hi mb; read -r d lo hi mb <<< "$3"
+  [[ -z "$hi" ]] && { echo na; return; }
+  [[ "$lo" == nan ]] && { echo inconclusive; return; }  # one seed a side: no interval
+  awk -v claim="$1" -v up="$2" -v lo="$lo" -v hi="$hi" -v mb="$mb" -v t="$TIE_MARGIN" 'BEGIN {
+    m = t * (mb < 0 ? -mb : mb); inside = lo >= -m && hi <= m
+    a = up ? lo > 0 : hi < 0; b = up ? hi < 0 : lo > 0
+    if (claim == "tie" && inside) print "tie"; else if (a) print "A"; else if (b) print "B"
+    else if (inside) print "tie"; else print "inconclusive" }'
+}
+# claim_verdict WANT OUTCOME...: the claim's verdict from its comparisons' outcomes.
+claim_verdict() {
+  local want="$1" o any_other=0 any_inc=0; shift
+  for o in "$@"; do
+    [[ "$o" == na ]] && { echo "n/a (missing numbers)"; return; }
+    if [[ "$o" == inconclusive ]]; then any_inc=1; elif [[ "$o" != "$want" ]]; then any_other=1; fi
   done
-  case $worst in 0) echo "**reproduced**" ;; 1) echo "**not reproduced**" ;; 2) echo "**inconclusive** (lower, but within the seed spread)" ;; esac
+  if ((any_other)); then echo "**not reproduced**"; elif ((any_inc)); then echo "**inconclusive**"; else echo "**reproduced**"; fi
+}
+# ci_text "diff lo hi mean_b" DIGITS: "+0.012 [−0.004, +0.027]".
+ci_text() {
+  local d lo hi mb; read -r d lo hi mb <<< "$1"
+  [[ -z "$hi" ]] && { echo "n/a"; return; }
+  [[ "$lo" == nan ]] && { awk -v d="$d" -v k="${2:-3}" 'BEGIN { printf "%+.*f (one seed: no interval)", k, d }'; return; }
+  awk -v d="$d" -v lo="$lo" -v hi="$hi" -v k="${2:-3}" 'BEGIN { printf "%+.*f [%+.*f, %+.*f]", k, d, k, lo, k, hi }'
+}
+# tie_claim CSV METRIC NAME...: every pair of the named points ties. Prints "TEXT|VERDICT".
+tie_claim() {
+  local csv="$1" metric="$2" text="" outs=() i j c; shift 2
+  local names=("$@")
+  for ((i = 0; i < ${#names[@]}; i++)); do
+    for ((j = i + 1; j < ${#names[@]}; j++)); do
+      c="$(cmp "$csv:${names[i]}" "$csv:${names[j]}" "$metric")"
+      outs+=("$(outcome tie 0 "$c")")
+      text+="${text:+; }${names[i]} − ${names[j]} $(ci_text "$c") (${outs[-1]})"
+    done
+  done
+  echo "$text|$(claim_verdict tie "${outs[@]}")"
+}
+# win_claim CSV METRIC HIGHER WINNER LOSER...: WINNER beats each LOSER. Prints "TEXT|VERDICT".
+win_claim() {
+  local csv="$1" metric="$2" up="$3" w="$4" text="" outs=() l c; shift 4
+  for l in "$@"; do
+    c="$(cmp "$csv:$w" "$csv:$l" "$metric")"
+    outs+=("$(outcome win "$up" "$c")")
+    text+="${text:+; }$w − $l $(ci_text "$c" 4) (${outs[-1]})"
+  done
+  echo "$text|$(claim_verdict A "${outs[@]}")"
 }
 # seeds_where CSV NAME COLUMN CONDITION: "k/n", the seeds (numbered rows) of NAME whose COLUMN
 # value v satisfies the awk CONDITION on v, e.g. 'v > 21'.
@@ -136,23 +192,6 @@ else
   echo "Total: $(cat "$RES"/*/wall_time.txt | awk '/^wall_s:/ { s += $2 } END { printf "%.1f min", s / 60 }')."
 fi
 
-# tie CSV COLUMN "NAME ...": "D R": the largest difference between the points' mean COLUMN
-# (ok seeds) and the largest seed range (max − min) within one point.
-tie() {
-  awk -F, -v col="$2" -v names="$3" 'BEGIN { n = split(names, nm, " "); for (i = 1; i <= n; i++) want[nm[i]] = 1 }
-    NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-    ($1 in want) && $2 ~ /^[0-9]+$/ && $c["status"] == "ok" { v = $c[col] + 0; s[$1] += v; k[$1]++
-      if (!($1 in mn) || v < mn[$1]) mn[$1] = v; if (!($1 in mx) || v > mx[$1]) mx[$1] = v }
-    END { f = 0; for (p in k) { m = s[p] / k[p]; if (!f || m < lo) lo = m; if (!f || m > hi) hi = m; f = 1
-                                if (mx[p] - mn[p] > rg) rg = mx[p] - mn[p] }
-          if (f) printf "%.4f %.4f", hi - lo, rg }' "$1"
-}
-tie_verdict() {
-  local d r; read -r d r <<< "$1"
-  [[ -z "$d" ]] && { echo "n/a (missing numbers)"; return; }
-  if awk "BEGIN { exit !($d <= $r) }"; then echo "**reproduced** (no winner: means differ by $d ≤ seed range $r)"
-  else echo "**not reproduced** (means differ by $d > seed range $r)"; fi
-}
 # plateau CSV: the seeds whose far-pronoun accuracy (< 0.9) shows they never learned agreement.
 plateau() {
   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
@@ -169,8 +208,20 @@ sext() {
 }
 SP="$RES/01_ffn/sparsity.csv"
 maxdead() { awk -F, -v p="$1" 'NR > 1 && $1 == p { if ($7 + 0 > m) m = $7 + 0; n++ } END { if (n) print m + 0 }' "$SP"; }
-# F4 at lr 0.01 and 0.03 (points relu-lr0.01SUFFIX ...): at most 1 dead ReLU neuron per layer, GELU 0.
-f4_high_rule() { echo "$(maxdead "relu-lr0.01$1") <= 1 && $(maxdead "relu-lr0.03$1") <= 1 && $(maxdead "gelu-lr0.01$1") == 0 && $(maxdead "gelu-lr0.03$1") == 0"; }
+# runs_dead POINT LIMIT: "k/n", the runs (seeds) of POINT whose every layer has at most LIMIT dead neurons.
+runs_dead() {
+  awk -F, -v p="$1" -v lim="$2" 'NR > 1 && $1 == p { k = $3; seen[k] = 1; if ($7 + 0 > lim) bad[k] = 1 }
+    END { for (k in seen) { n++; if (!(k in bad)) ok++ } printf "%d/%d", ok, n }' "$SP"
+}
+# F4 at lr 0.01 and 0.03, counted per run (5 seeds per point): ReLU at most 1 dead neuron per
+# layer, GELU 0. "k/n" over the 20 runs of the four points.
+f4_high_runs() {
+  local k=0 n=0 r
+  for r in "$(runs_dead relu-lr0.01 1)" "$(runs_dead relu-lr0.03 1)" "$(runs_dead gelu-lr0.01 0)" "$(runs_dead gelu-lr0.03 0)"; do
+    k=$((k + ${r%/*})); n=$((n + ${r#*/}))
+  done
+  echo "$k/$n"
+}
 GN="$RES/02_norm/gradnorm.csv"
 gtot() { awk -F, -v d="$1" -v p="$2" 'NR > 1 && $1 == d && $2 == p { s += $4 * $4 } END { printf "%.4g", sqrt(s) }' "$GN"; }
 glast() { awk -F, -v d="$1" -v p="$2" 'NR > 1 && $1 == d && $2 == p { v = $4 } END { printf "%.4g", v }' "$GN"; }
@@ -200,19 +251,22 @@ cat <<EOM
 ## The lecture's findings (../shared/spec/FINDINGS.md) and our verdicts
 
 Each rule was written down (in scripts/lecture/report.sh) before the run whose numbers fill
-this table. A tie is reproduced when the points' means differ by no more than the largest
-spread between two seeds of one point; a collapse is counted per seed.
+this table. Comparisons of trained models use \`lmx compare\`: the mean difference over the
+seeds with its 95% bootstrap interval (paired by seed); a tie holds when the interval lies
+inside ±1% of the compared mean, a win when it excludes 0, otherwise the comparison is
+inconclusive (the rules are at the top of scripts/lecture/report.sh). A collapse is counted per seed.
 
 | finding | the lecture | ours | rule | verdict |
 |---|---|---|---|---|
 EOM
-d3="$(tie "$F" test_ppl "relu gelu silu swiglu")"
-echo "| F1 four FFNs tie within seed noise | max mean difference 0.027, seed differences up to 0.036 | test ppl per seed: relu $(seed_values "$F" relu test_ppl 3), gelu $(seed_values "$F" gelu test_ppl 3), silu $(seed_values "$F" silu test_ppl 3), swiglu $(seed_values "$F" swiglu test_ppl 3); seeds that never learned agreement (far acc < 0.9): $(plateau "$F") | largest difference of the 4 means ≤ largest seed range of one FFN (3 seeds each) | $(tie_verdict "$d3") |"
+IFS='|' read -r f1_text f1_verdict <<< "$(tie_claim "$F" test_ppl relu gelu silu swiglu)"
+echo "| F1 four FFNs tie within seed noise | max mean difference 0.027, seed differences up to 0.036 | test ppl per seed: relu $(seed_values "$F" relu test_ppl 3), gelu $(seed_values "$F" gelu test_ppl 3), silu $(seed_values "$F" silu test_ppl 3), swiglu $(seed_values "$F" swiglu test_ppl 3); A − B with 95% interval: $f1_text; seeds that never learned agreement (far acc < 0.9): $(plateau "$F") | every pair ties (interval inside ±1%; 5 seeds each) | $f1_verdict |"
 tl() { agg "$F" "$1" mean train_loss_last_epoch; }
 best_plain="$(printf '%s\n' "$(tl relu)" "$(tl gelu)" "$(tl silu)" | sort -g | head -1)"
-echo "| F2 the gated FFN has the lowest TRAIN loss (~0.2%) | direction of Shazeer's result, drowned on test | mean train loss over the last epoch: relu $(fmt "$(tl relu)" 4), gelu $(fmt "$(tl gelu)" 4), silu $(fmt "$(tl silu)" 4), swiglu $(fmt "$(tl swiglu)" 4) ($(awk -v s="$(tl swiglu)" -v b="$best_plain" 'BEGIN { if (s != "" && b != "") printf "%+.2f%% vs the best ungated", 100 * (s / b - 1) }')) | swiglu's mean (3 seeds) below each ungated FFN's | $(verdict "$(tl swiglu) < $(tl relu) && $(tl swiglu) < $(tl gelu) && $(tl swiglu) < $(tl silu)") |"
+IFS='|' read -r f2_text f2_verdict <<< "$(win_claim "$F" train_loss_last_epoch 0 swiglu relu gelu silu)"
+echo "| F2 the gated FFN has the lowest TRAIN loss (~0.2%) | direction of Shazeer's result, drowned on test | mean train loss over the last epoch: relu $(fmt "$(tl relu)" 4), gelu $(fmt "$(tl gelu)" 4), silu $(fmt "$(tl silu)" 4), swiglu $(fmt "$(tl swiglu)" 4) ($(awk -v s="$(tl swiglu)" -v b="$best_plain" 'BEGIN { if (s != "" && b != "") printf "%+.2f%% vs the best ungated", 100 * (s / b - 1) }')); $f2_text | swiglu wins against each ungated FFN (interval below 0) | $f2_verdict |"
 echo "| F3 ReLU's hidden activations ~60% exact zeros, GELU/SiLU almost never | ~60% | zero fraction (mean over layers and seeds) relu $(layer_mean relu 5), gelu $(layer_mean gelu 5), silu $(layer_mean silu 5) | relu > 0.3, gelu and silu < 0.01 | $(verdict "$(layer_mean relu 5) > 0.3 && $(layer_mean gelu 5) < 0.01 && $(layer_mean silu 5) < 0.01") |"
-echo "| F4 no dead ReLU neuron at the default lr; at lr 0.01 / 0.03 at most 1 of 256 per layer; GELU 0 | 0; 0 and 0 / 0 and 1; GELU 0 | most dead neurons in one layer of one run: relu lr 3e-3 $(maxdead relu), lr 0.01 $(maxdead relu-lr0.01), lr 0.03 $(maxdead relu-lr0.03); gelu lr 3e-3 $(maxdead gelu), 0.01 $(maxdead gelu-lr0.01), 0.03 $(maxdead gelu-lr0.03) | 0 at lr 3e-3; ≤ 1 per layer at 0.01 and 0.03; GELU 0 everywhere | $(verdict "$(maxdead relu) == 0 && $(maxdead gelu) == 0 && $(f4_high_rule "")") |"
+echo "| F4 no dead ReLU neuron at the default lr; at lr 0.01 / 0.03 at most 1 of 256 per layer; GELU 0 | 0; 0 and 0 / 0 and 1; GELU 0 | most dead neurons in one layer of one run: relu lr 3e-3 $(maxdead relu), lr 0.01 $(maxdead relu-lr0.01), lr 0.03 $(maxdead relu-lr0.03); gelu lr 3e-3 $(maxdead gelu), 0.01 $(maxdead gelu-lr0.01), 0.03 $(maxdead gelu-lr0.03); runs within the limit at lr 0.01 / 0.03: relu $(runs_dead relu-lr0.01 1) / $(runs_dead relu-lr0.03 1), gelu $(runs_dead gelu-lr0.01 0) / $(runs_dead gelu-lr0.03 0) | 0 at lr 3e-3 (every run); at 0.01 and 0.03 counted per run (5 seeds): relu ≤ 1 per layer, GELU 0 | lr 3e-3: $(verdict "$(maxdead relu) == 0 && $(maxdead gelu) == 0"); lr 0.01 / 0.03: $(per_seed "$(f4_high_runs)") |"
 ni() { awk -F, -v n="$1" -v c="$2" '$1 == n && $2 == c { print $3 }' "$RES/02_norm/norm_invariance.csv"; }
 echo "| N1 x→3x: LN and RMSNorm unchanged (~1e-5); x→x+5: LN unchanged, RMSNorm changes (~2.7) | 1e-5 / 2.7 | LN $(ni LayerNorm "N(3x) vs N(x)") / $(ni LayerNorm "N(x + 5) vs N(x)"); RMS $(ni RMSNorm "N(3x) vs N(x)") / $(ni RMSNorm "N(x + 5) vs N(x)") | < 1e-4 where invariant, > 0.1 for RMSNorm's shift | $(verdict "$(ni LayerNorm "N(3x) vs N(x)") < 1e-4 && $(ni LayerNorm "N(x + 5) vs N(x)") < 1e-4 && $(ni RMSNorm "N(3x) vs N(x)") < 1e-4 && $(ni RMSNorm "N(x + 5) vs N(x)") > 0.1") |"
 pt="$(ratio2 "$(gtot "$dhi" post)" "$(gtot "$dlo" post)")"; prt="$(ratio2 "$(gtot "$dhi" pre)" "$(gtot "$dlo" pre)")"
@@ -220,7 +274,8 @@ pl="$(ratio2 "$(glast "$dhi" post)" "$(glast "$dlo" post)")"; prl="$(ratio2 "$(g
 echo "| N2 gradient at init (FFN output matrices, one batch), depth $dlo → $dhi: post-norm's total grows (×2.3), its last layer stays ~1; pre-norm's last layer falls ~1/√(L ratio), its total barely grows | post total 3.5 → 8.1, last ~1; pre last 0.87 → 0.44 | post total $(gtot "$dlo" post) → $(gtot "$dhi" post) (×$pt), last layer ×$pl; pre total $(gtot "$dlo" pre) → $(gtot "$dhi" pre) (×$prt), last layer $(glast "$dlo" pre) → $(glast "$dhi" pre) (×$prl) | post total ×≥ 1.5; post last ×≥ 0.75; pre last × in [0.35, 0.75]; pre total ×< 1.3 | $(verdict "$pt >= 1.5 && $pl >= 0.75 && $prl >= 0.35 && $prl <= 0.75 && $prt < 1.3") |"
 half="$(awk -v u="$uni" 'BEGIN { print u / 2 }')"
 echo "| N3 6 layers, 2 epochs, no clipping: post-norm at lr 5e-3 without warm-up collapses to ~unigram; pre-norm trains; 200 warm-up steps rescue post-norm to pre-norm's level; at a small lr both train | post val ppl 42.2 vs unigram 44.3 | final val ppl per seed: post 5e-3 $(seed_values "$W" post-lr5e-3 final_val_ppl); pre 5e-3 $(seed_values "$W" pre-lr5e-3 final_val_ppl); post 5e-3 + warm-up $(seed_values "$W" post-lr5e-3-warmup200 final_val_ppl) vs pre $(fmt "$(wv pre-lr5e-3-warmup200)" 2); lr 1e-3 post $(seed_values "$W" post-lr1e-3 final_val_ppl), pre $(seed_values "$W" pre-lr1e-3 final_val_ppl); unigram $(fmt "$uni" 2) | post 5e-3: every seed > unigram/2 = $(fmt "$half" 1); the others: every seed < unigram/2; post + warm-up mean within 10% of pre + warm-up | post collapses: $(per_seed "$(seeds_where "$W" post-lr5e-3 final_val_ppl "v > $half")"); pre trains: $(per_seed "$(seeds_where "$W" pre-lr5e-3 final_val_ppl "v < $half")"); rescue: $(per_seed "$(seeds_where "$W" post-lr5e-3-warmup200 final_val_ppl "v < $half")"), level $(verdict "$(wv post-lr5e-3-warmup200) < 1.1 * $(wv pre-lr5e-3-warmup200)"); small lr: $(per_seed "$(seeds_where "$W" post-lr1e-3 final_val_ppl "v < $half")") / $(per_seed "$(seeds_where "$W" pre-lr1e-3 final_val_ppl "v < $half")") |"
-echo "| N4 LayerNorm vs RMSNorm (pre-norm, 2 layers) tie | 3.852 / 3.816 vs 3.872 / 3.819 | test ppl per seed: LayerNorm $(seed_values "$N" layernorm test_ppl 3), RMSNorm $(seed_values "$N" rmsnorm test_ppl 3) | the tie rule (3 seeds each) | $(tie_verdict "$(tie "$N" test_ppl "layernorm rmsnorm")") |"
+IFS='|' read -r n4_text n4_verdict <<< "$(tie_claim "$N" test_ppl layernorm rmsnorm)"
+echo "| N4 LayerNorm vs RMSNorm (pre-norm, 2 layers) tie | 3.852 / 3.816 vs 3.872 / 3.819 | test ppl per seed: LayerNorm $(seed_values "$N" layernorm test_ppl 3), RMSNorm $(seed_values "$N" rmsnorm test_ppl 3); $n4_text | the tie rule (3 seeds each) | $n4_verdict |"
 K="$RES/03_attention/kv_table.csv"
 echo "| A1 KV cache per token = 2 × n_kv × d_head per layer (fixed by formula) | BF16 tables of real models | Llama 2 7B $(cell "$K" model llama2-7b "bytes per token (BF16)") B/token; Llama 2 70B (GQA 8) $(cell "$K" model llama2-70b "bytes per token (BF16)") B | 7B: 2·32·128·32 layers·2 B = 524,288 | $(verdict "$(cell "$K" model llama2-7b "bytes per token (BF16)") == 524288 && $(cell "$K" model llama2-70b "bytes per token (BF16)") == 327680") |"
 kvd="$(awk -F, 'NR > 1 { if ($3 > m) m = $3 } END { print m + 0 }' "$RES/03_attention/kv_decode.csv")"
@@ -254,35 +309,18 @@ layout_diff="$(awk -F, 'NR > 1 { if ($5 > m) m = $5 } END { print m + 0 }' "$RES
 echo "| P5 interleaved and half-split RoPE agree after a fixed permutation | 4.8e-7 | max diff $layout_diff | < 1e-6 | $(verdict "$layout_diff < 1e-6") |"
 o_m="$(agg "$P" original mean test_ppl)"; l_m="$(agg "$P" llama mean test_ppl)"
 op="$(agg "$P" original mean params)"; lp="$(agg "$P" llama mean params)"
-echo "| R1 both end recipes at ~equal parameters, 3 seeds: indistinguishable in perplexity | 3.822 / 3.815 / 3.824 vs 3.848 / 3.872 / 3.799 | params $op vs $lp; test ppl original $(seed_values "$P" original test_ppl 3), llama $(seed_values "$P" llama test_ppl 3); never learned agreement: $(plateau "$P") | params within 1%; the tie rule | $(verdict "($lp - $op) < 0.01 * $op && ($op - $lp) < 0.01 * $op"), $(tie_verdict "$(tie "$P" test_ppl "original llama")") |"
+IFS='|' read -r r1_text r1_verdict <<< "$(tie_claim "$P" test_ppl original llama)"
+echo "| R1 both end recipes at ~equal parameters, 3 seeds: indistinguishable in perplexity | 3.822 / 3.815 / 3.824 vs 3.848 / 3.872 / 3.799 | params $op vs $lp; test ppl original $(seed_values "$P" original test_ppl 3), llama $(seed_values "$P" llama test_ppl 3); $r1_text; never learned agreement: $(plateau "$P") | params within 1%; the tie rule | $(verdict "($lp - $op) < 0.01 * $op && ($op - $lp) < 0.01 * $op"), $r1_verdict |"
 read -r jump_change jump <<< "$(awk -F, 'NR > 1 { split($5, a, " "); v = a[1] + 0; if (NR > 2) { d = v - prev; if (best == "" || d > best) { best = d; ch = $2 } } prev = v } END { printf "%s %.4f", ch, best }' "$RES/05_recipe/ablation.csv")"
-echo "| R2 the stable signal: far-pronoun accuracy, Llama-style above the original in every seed; in the one-at-a-time table the RoPE step makes the jump | 0.997–0.998 vs 0.986–0.989; 0.984 → 0.998 at RoPE | far acc original $(seed_values "$P" original far_pronoun_acc 4), llama $(seed_values "$P" llama far_pronoun_acc 4); largest one-step rise (seed 0): $jump_change (+$jump) | every llama seed > every original seed, original mean < 0.995; the largest rise is the position=rope step | separation: $(verdict "$(sext "$P" llama far_pronoun_acc min) > $(sext "$P" original far_pronoun_acc max) && $(agg "$P" original mean far_pronoun_acc) < 0.995"); RoPE step: $(verdict "\"$jump_change\" == \"position=rope\"") |"
+IFS='|' read -r r2_text r2_verdict <<< "$(win_claim "$P" far_pronoun_acc 1 llama original)"
+# bk RECIPE: the recipe's mean far accuracy per distance bucket and per intervening-noun bucket.
+bk() { echo "d ≤10 / 11–20 / 21+: $(fmt "$(agg "$P" "$1" mean far_acc_d_le10)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_d11_20)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_d21up)" 4), other-gender nouns between 0 / 1 / 2+: $(fmt "$(agg "$P" "$1" mean far_acc_i0)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_i1)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_i2up)" 4)"; }
+echo "| R2 the stable signal: far-pronoun accuracy, Llama-style above the original in every seed; in the one-at-a-time table the RoPE step makes the jump | 0.997–0.998 vs 0.986–0.989; 0.984 → 0.998 at RoPE | far acc original $(seed_values "$P" original far_pronoun_acc 4), llama $(seed_values "$P" llama far_pronoun_acc 4); $r2_text; by bucket (means): original $(bk original); llama $(bk llama); largest one-step rise (seed 0): $jump_change (+$jump) | llama wins (interval above 0, paired by seed), original mean < 0.995; the largest rise is the position=rope step | separation: $r2_verdict, original below 0.995: $(verdict "$(agg "$P" original mean far_pronoun_acc) < 0.995"); RoPE step: $(verdict "\"$jump_change\" == \"position=rope\"") |"
 halfr="$(awk -v u="$uni_r" 'BEGIN { print u / 2 }')"
 echo "| R3 6 layers, lr 5e-3, no warm-up, no clipping: the original collapses, the Llama-style trains | original 3.809 → 3.784, val 45.3; llama 1.570 → 1.325, val 3.919 | best val ppl per seed: original $(seed_values "$ST" original best_val_ppl), llama $(seed_values "$ST" llama best_val_ppl); train loss first → last (means) original $(fmt "$(st original 3)") → $(fmt "$(st original 4)"), llama $(fmt "$(st llama 3)") → $(fmt "$(st llama 4)") | original: every seed > unigram/2 = $(fmt "$halfr" 1); llama: every seed < unigram/2 | original: $(per_seed "$(seeds_where "$ST" original best_val_ppl "v > $halfr")"); llama: $(per_seed "$(seeds_where "$ST" llama best_val_ppl "v < $halfr")") |"
 KP="$RES/05_recipe/kv_per_token.csv"
 echo "| R4 at equal parameters the Llama-style KV cache is 128 numbers per token, the original's 256 | 128 vs 256 | $(( $(cell "$KP" recipe llama kv_numbers_per_token_per_layer) * 2 )) vs $(( $(cell "$KP" recipe original kv_numbers_per_token_per_layer) * 2 )) (2 layers) | exact | $(verdict "2 * $(cell "$KP" recipe llama kv_numbers_per_token_per_layer) == 128 && 2 * $(cell "$KP" recipe original kv_numbers_per_token_per_layer) == 256") |"
 
-if grep -q "^relu-lr0.03-beta2," "$SP" 2> /dev/null; then
-SB="$RES/01_ffn/sparsity_beta2.csv"
-cat <<EOM
-
-## Follow-up: dead ReLU neurons with AdamW β2 = 0.999 (F4)
-
-Added after the main run (experiments/01_sparsity_beta2.yaml): the lecture's grid of F4 (ReLU
-and GELU at lr 0.01 and 0.03, 2 seeds, 6 epochs) with AdamW's β2 at PyTorch's default 0.999
-instead of lmx's 0.98. Rule: F4's, written down before this run: at most 1 dead neuron per
-layer for ReLU at both lrs, GELU 0.
-
-| point | most dead neurons in one layer of one run | zero fraction (mean over layers and seeds) | test ppl per seed |
-|---|---|---|---|
-EOM
-for p in relu-lr0.01 relu-lr0.03 gelu-lr0.01 gelu-lr0.03; do
-  echo "| $p, β2 0.98 (main run) | $(maxdead "$p") | $(layer_mean "$p" 5) | $(seed_values "$RES/01_ffn/sparsity_lr.csv" "$p" test_ppl 3) |"
-  echo "| $p, β2 0.999 | $(maxdead "$p-beta2") | $(layer_mean "$p-beta2" 5) | $(seed_values "$SB" "$p-beta2" test_ppl 3) |"
-done
-echo
-echo "F4 with β2 0.999: $(verdict "$(f4_high_rule -beta2)")."
-fi
 
 if [[ -f "$RES/02_norm/gradnorm_seed1_totals.csv" ]]; then
 # tot FILE DEPTH PLACEMENT COLUMN: a column of a gradnorm totals table.
@@ -314,7 +352,7 @@ cat <<EOM
 ## Follow-up: where our post-norm collapses (N3 / R3)
 
 Added after the main run showed no collapse at the lecture's lr 5e-3 (experiments/02_collapse_lr.yaml):
-the same 6-layer models and settings at 2×, 4× and 8× that lr. The rule is N3's, applied at
+the same 6-layer models and settings at twice that lr. The rule is N3's, applied at
 each lr, written down before this sweep ran: collapsed = final validation perplexity above
 unigram/2 = $(fmt "$half" 1); the finding holds at an lr when post-norm collapses in every seed,
 pre-norm trains in every seed and 200 warm-up steps rescue post-norm in every seed.
@@ -322,7 +360,7 @@ pre-norm trains in every seed and 200 warm-up steps rescue post-norm in every se
 | lr | post-norm, no warm-up: collapsed | pre-norm: trained | post-norm + 200 warm-up: trained | final val ppl per seed: post-norm | pre-norm | post-norm + warm-up | N3 holds |
 |---|---|---|---|---|---|---|---|
 EOM
-for lr in 1e-2 2e-2 4e-2; do
+for lr in 1e-2; do
   c="$(seeds_where "$CL" "post-lr$lr" final_val_ppl "v > $half")"
   p="$(seeds_where "$CL" "pre-lr$lr" final_val_ppl "v < $half")"
   w="$(seeds_where "$CL" "post-lr$lr-warmup200" final_val_ppl "v < $half")"
@@ -378,7 +416,7 @@ cat <<EOM
 ## Follow-up: A4 on three source models
 
 Added after the main run, whose uptraining table converts one source model (seed 0): the
-mean / first comparison repeated on the textbook models of seeds 1 and 2
+mean / first comparison repeated on the textbook models of seeds 1 to 4
 (results/03_attention/uptrain_sources.csv). The rules are A4b's and A4c's, counted per source
 model, written down before these runs.
 
@@ -398,15 +436,20 @@ cat <<EOM
 | claim | ours | rule | verdict |
 |---|---|---|---|
 EOM
-echo "| SwiGLU beats the ungated FFNs at equal parameters (Shazeer 2020) | relu $(pm "${ppl[relu]}" "${sd[relu]}"), gelu $(pm "${ppl[gelu]}" "${sd[gelu]}"), silu $(pm "${ppl[silu]}" "${sd[silu]}"), swiglu $(pm "${ppl[swiglu]}" "${sd[swiglu]}") | lower mean test ppl than each, by more than the two stds | $(all_lower "$(lower "${ppl[swiglu]}" "${sd[swiglu]}" "${ppl[relu]}" "${sd[relu]}")" "$(lower "${ppl[swiglu]}" "${sd[swiglu]}" "${ppl[gelu]}" "${sd[gelu]}")" "$(lower "${ppl[swiglu]}" "${sd[swiglu]}" "${ppl[silu]}" "${sd[silu]}")") |"
-echo "| GELU and SiLU beat ReLU | see above | same rule | $(all_lower "$(lower "${ppl[gelu]}" "${sd[gelu]}" "${ppl[relu]}" "${sd[relu]}")" "$(lower "${ppl[silu]}" "${sd[silu]}" "${ppl[relu]}" "${sd[relu]}")") |"
+IFS='|' read -r l1_text l1_verdict <<< "$(win_claim "$F" test_ppl 0 swiglu relu gelu silu)"
+IFS='|' read -r l2_text _ <<< "$(win_claim "$F" test_ppl 0 gelu relu)"
+IFS='|' read -r l3_text _ <<< "$(win_claim "$F" test_ppl 0 silu relu)"
+IFS='|' read -r l4_text l4_verdict <<< "$(win_claim "$P" test_ppl 0 llama original)"
+echo "| SwiGLU beats the ungated FFNs at equal parameters (Shazeer 2020) | test ppl relu $(pm "${ppl[relu]}" "${sd[relu]}"), gelu $(pm "${ppl[gelu]}" "${sd[gelu]}"), silu $(pm "${ppl[silu]}" "${sd[silu]}"), swiglu $(pm "${ppl[swiglu]}" "${sd[swiglu]}") (5 seeds); $l1_text | swiglu wins against each (interval below 0) | $l1_verdict |"
+gs_out=("$(outcome win 0 "$(cmp "$F:gelu" "$F:relu" test_ppl)")" "$(outcome win 0 "$(cmp "$F:silu" "$F:relu" test_ppl)")")
+echo "| GELU and SiLU beat ReLU | $l2_text; $l3_text | both win against relu | $(claim_verdict A "${gs_out[@]}") |"
 echo "| Dead ReLU neurons grow with the learning rate | dead fraction (mean over layers) $(layer_mean relu 7) / $(layer_mean relu-lr0.01 7) / $(layer_mean relu-lr0.03 7) | rises from lr 3e-3 to 0.01 to 0.03 | $(verdict "$(layer_mean relu 7) < $(layer_mean relu-lr0.01 7) && $(layer_mean relu-lr0.01 7) < $(layer_mean relu-lr0.03 7)") |"
-echo "| The Llama-style recipe beats the original in perplexity | original $(pm "$o_m" "$(agg "$P" original std test_ppl)"), llama $(pm "$l_m" "$(agg "$P" llama std test_ppl)") | lower mean by more than the two stds | $(all_lower "$(lower "$l_m" "$(agg "$P" llama std test_ppl)" "$o_m" "$(agg "$P" original std test_ppl)")") |"
+echo "| The Llama-style recipe beats the original in perplexity | original $(pm "$o_m" "$(agg "$P" original std test_ppl)"), llama $(pm "$l_m" "$(agg "$P" llama std test_ppl)"); $l4_text | llama wins (interval below 0) | $l4_verdict |"
 
 echo
 echo "## 01 FFN: activations and gating"
 for t in activations ffn_params; do include "$RES/01_ffn/$t.md"; done
-echo "### Training: relu / gelu / silu / swiglu, parameter-matched, 3 seeds, 6 epochs"
+echo "### Training: relu / gelu / silu / swiglu, parameter-matched, 5 seeds, 6 epochs"
 include "$RES/01_ffn/ffn_training.md"
 echo "### Sparsity of the FFN hidden layer (first 200 validation documents; mean over seeds)"
 include "$RES/01_ffn/sparsity.md"
@@ -423,7 +466,7 @@ echo "### Warm-up: 6 layers, 2 epochs, no clipping, 3 seeds"
 include "$RES/02_norm/warmup.md"
 figure 02_norm/warmup_curves.png "validation perplexity during training"
 if [[ -f "$RES/02_norm/collapse_lr.md" ]]; then
-  echo "### The same at lr 1e-2 / 2e-2 / 4e-2 (where our post-norm collapses), 3 seeds"
+  echo "### The same at lr 1e-2 (where our post-norm collapses), 3 seeds"
   include "$RES/02_norm/collapse_lr.md"
 fi
 echo "### LayerNorm vs RMSNorm (pre-norm, 2 layers, 3 seeds)"

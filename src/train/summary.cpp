@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "model/sizes.h"
+#include "train/bootstrap.h"
 
 namespace lmx {
 
@@ -48,7 +49,7 @@ const std::vector<Column>& numeric_columns() {
 }
 
 bool is_aggregate(const std::string& seed) {
-  return seed == "mean" || seed == "std" || seed == "min" || seed == "max";
+  return seed == "mean" || seed == "std" || seed == "min" || seed == "max" || seed == "ci95_lo" || seed == "ci95_hi";
 }
 
 double cell_value(const std::vector<std::string>& row, int col) {
@@ -124,9 +125,10 @@ Table with_aggregates(const Table& seeds) {
   Table t = seeds;
   const int status = column(seeds, "status"), message = column(seeds, "message");
   for (const auto& name : names_in_order(seeds)) {
-    std::vector<std::vector<std::string>> agg(4, std::vector<std::string>(seeds.header.size()));
-    const char* labels[] = {"mean", "std", "min", "max"};
-    for (int k = 0; k < 4; ++k) agg[k][0] = name, agg[k][1] = labels[k];
+    // ci95_lo / ci95_hi: the 95% bootstrap interval of the mean over the seeds (train/bootstrap.h).
+    const char* labels[] = {"mean", "std", "min", "max", "ci95_lo", "ci95_hi"};
+    std::vector<std::vector<std::string>> agg(std::size(labels), std::vector<std::string>(seeds.header.size()));
+    for (size_t k = 0; k < agg.size(); ++k) agg[k][0] = name, agg[k][1] = labels[k];
     for (size_t col = 3; col < seeds.header.size(); ++col) {
       if (static_cast<int>(col) == message) continue;
       Stats s = stats(ok_values(seeds, name, static_cast<int>(col)));
@@ -140,6 +142,10 @@ Table with_aggregates(const Table& seeds) {
 }
 
 std::string summary_markdown(const Table& seeds) {
+      values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
+      if (values.size() < 2) continue;  // one value has no interval
+      const Interval ci = bootstrap_mean_interval(values);
+      agg[4][col] = csv_num(ci.lo, 5), agg[5][col] = csv_num(ci.hi, 5);
   struct View {
     const char* title;
     const char* col;
