@@ -320,3 +320,68 @@ TEST_CASE("splits by name", "[data]") {
   CHECK(std::string(split_name(Split::Test)) == "test");
   CHECK_THROWS_AS(parse_split("dev"), InputError);
 }
+
+TEST_CASE("v3 pronouns agree with the nearest subject of the sentence, not the first", "[data][pronoun]") {
+  // Shortcut baselines scored by the metric itself: the nearest clause subject is the rule
+  // (1.0); the first subject is right only where no clause of another gender came before.
+  auto accuracies = [](const std::string& grammar) {
+    DataConfig d;
+    d.grammar = grammar;
+    d.train_docs = 400, d.val_docs = 10, d.test_docs = 10;
+    Corpus c = load_corpus(d);
+    auto garden = std::dynamic_pointer_cast<const Garden>(c.truth);
+    REQUIRE(garden);
+    std::vector<std::vector<int>> subjects;
+    for (const Doc& doc : c.train) subjects.push_back(garden->subject_positions(doc));
+    std::vector<int32_t> stops{c.vocab.bos, c.vocab.eos, c.vocab.id(".")};
+    const auto nouns = garden->noun_pronouns();
+    return std::pair{pronoun_accuracy(*garden, c.train, 5, subject_heuristic(c.train, subjects, nouns, stops, false)),
+                     pronoun_accuracy(*garden, c.train, 5, subject_heuristic(c.train, subjects, nouns, stops, true))};
+  };
+  auto [nearest, first] = accuracies("garden");
+  CHECK(nearest.far() == 1.0);
+  CHECK(nearest.near() == 1.0);
+  INFO("v3 first subject: far " << first.far());
+  CHECK(first.far() < 0.95);
+  auto [nearest2, first2] = accuracies("garden_v2");  // one clause per sentence: the same subject
+  CHECK(nearest2.far() == 1.0);
+  CHECK(first2.far() == 1.0);
+}
+
+TEST_CASE("a pronoun site counts the other-gender nouns between its subject and itself", "[data][pronoun]") {
+  Corpus c = load_corpus(small_data());
+  const auto& garden = dynamic_cast<const Garden&>(*c.truth);
+  const auto pron = garden.noun_pronouns();  // noun -> its pronoun: another pronoun = another gender
+  int64_t with = 0, sites = 0;
+  for (const Doc& doc : c.val)
+    for (const auto& site : garden.pronoun_sites(doc)) {
+      int n = 0;  // recounted here from the words alone
+      for (int j = site.pos - site.distance + 1; j < site.pos; ++j)
+        if (auto it = pron.find(doc[j]); it != pron.end() && it->second != site.correct) ++n;
+      CHECK(site.intervening == n);
+      // The antecedent itself is a noun of the pronoun's gender.
+      REQUIRE(pron.count(doc[site.pos - site.distance]));
+      CHECK(pron.at(doc[site.pos - site.distance]) == site.correct);
+      ++sites, with += n > 0;
+    }
+  CHECK(with > 0);
+  CHECK(with < sites);
+}
+
+TEST_CASE("far-site buckets: distance (W, 10], [11, 20], 21+; intervening 0, 1, 2+", "[data][pronoun]") {
+  PronounAccuracy acc;
+  const int W = 5;
+  for (int d : {3, 6, 10, 11, 20, 21, 40}) acc.add(PronounSite{50, d, 7, d % 4}, /*correct=*/d != 20, W);
+  CHECK(acc.far_sites == 6);
+  CHECK(acc.near_sites == 1);
+  CHECK(acc.by_distance_sites == std::array<int64_t, 3>{2, 2, 2});
+  CHECK(acc.far_by_distance(0) == 1.0);
+  CHECK(acc.far_by_distance(1) == 0.5);
+  // intervening d % 4 for d = 6, 10, 11, 20, 21, 40: 2, 2, 3, 0, 1, 0 -> buckets 0: 2, 1: 1, 2+: 3
+  CHECK(acc.by_intervening_sites == std::array<int64_t, 3>{2, 1, 3});
+  CHECK(acc.far_by_intervening(0) == 0.5);  // d = 20 (wrong) and d = 40
+  PronounAccuracy sum = acc;
+  sum += acc;
+  CHECK(sum.by_distance_sites == std::array<int64_t, 3>{4, 4, 4});
+  CHECK(sum.far_by_distance(1) == 0.5);
+}

@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
-# Writes the garden grammar data/garden.yaml (the default garden world) from a seed.
+# Writes the garden grammar data/garden.yaml (the default garden world, v3) from a seed.
 #   scripts/dev/make_garden.sh [SEED] > data/garden.yaml
+# v3 (issue 30): a sentence holds one to three clauses joined by ", and", each with its own
+# subject, and each clause's subject has a gender other than the clause before it; a possessive
+# pronoun agrees with the NEAREST preceding subject of its sentence, so finding the antecedent
+# is a matter of recency, not of a syntactic slot. CLAUSE2 / CLAUSE3 (default 0.45 / 0.30) are
+# the chances of a second and a third clause, SENTENCES (default "0.10 0.30 0.30") those of a
+# second, third and fourth sentence; the defaults are the calibration of docs/results_notes.md.
+# The drawn weights are the same draws as v2 (data/garden_v2.yaml, the one-clause world:
+# CLAUSE2=0 SENTENCES="0.40 0.45 0.40" writes it again, up to its header).
 # The language is context-free in its frame (sentences, openers, relative clauses, places),
 # but the content is not: each subject noun has its own distribution over the verbs, and each
 # (subject, verb) pair its own distribution over the verb's objects, drawn once here from
@@ -13,7 +21,9 @@
 set -euo pipefail
 seed="${1:-20261130}"
 verb_alpha="${VERB_ALPHA:-0.2}" object_alpha="${OBJECT_ALPHA:-0.4}"
-awk -v seed="$seed" -v verb_alpha="$verb_alpha" -v object_alpha="$object_alpha" '
+clause2="${CLAUSE2:-0.45}" clause3="${CLAUSE3:-0.30}" more="${SENTENCES:-0.10 0.30 0.30}"
+awk -v seed="$seed" -v verb_alpha="$verb_alpha" -v object_alpha="$object_alpha" \
+    -v clause2="$clause2" -v clause3="$clause3" -v more="$more" '
 function gauss(   u, v) { u = rand(); v = rand(); if (u < 1e-12) u = 1e-12; return sqrt(-2 * log(u)) * cos(6.283185307179586 * v) }
 # Marsaglia-Tsang gamma(a, 1); a < 1 through gamma(a + 1) * U^(1/a).
 function gamma(a,   d, c, x, v, u) {
@@ -51,10 +61,13 @@ BEGIN {
   for (i = 1; i <= nobj["thing"]; i++) obj["thing", i] = objs_thing[i]
   for (i = 1; i <= nobj["animal"]; i++) obj["animal", i] = objs_animal[i]
 
+  split(more, mp, " ")
+  v3 = clause2 > 0
   print "# The garden world: the toy language every lmx experiment trains on (see GARDEN.md)."
-  print "# Written by scripts/dev/make_garden.sh " seed " (per-subject verb and per-(subject, verb)"
-  print "# object weights are Dirichlet draws: the data of this world). The earlier, context-free"
-  print "# world is data/garden_v1.yaml (data.grammar: garden_v1)."
+  print "# Written by scripts/dev/make_garden.sh " seed (v3 ? " (v3: CLAUSE2=" clause2 " CLAUSE3=" clause3 ", SENTENCES=\"" more "\")" : "")
+  print "# (per-subject verb and per-(subject, verb) object weights are Dirichlet draws: the data of"
+  print "# this world). Earlier worlds: data/garden_v2.yaml (one clause per sentence: the antecedent"
+  print "# is always the main clause'"'"'s subject) and data/garden_v1.yaml (context-free)."
   print "#"
   print "# A probabilistic grammar without recursion. Each rule lists its choices as"
   print "#   \"<weight> <symbol> <symbol> ...\"      (weights are normalized per rule; no symbols = empty)"
@@ -72,6 +85,11 @@ BEGIN {
   print "# person or animal), other nouns of any gender stand between the subject and its pronoun"
   print "# (relative clauses, places, a second verb phrase), and every subject can do every verb,"
   print "# so \"its\" is not implied by the verb: only the subject decides."
+  if (v3) {
+    print "# A sentence holds one to three clauses joined by \", and\", each with its own subject of a"
+    print "# gender other than the previous clause'"'"'s: a pronoun agrees with the NEAREST preceding"
+    print "# subject of its sentence (\"the boy sees the hen , and the girl washes her ball\")."
+  }
   print "start: Doc"
   print ""
   print "slots:"
@@ -80,9 +98,9 @@ BEGIN {
   print "rules:"
   print "  # 1 to 4 sentences."
   print "  Doc:\n    - 1 Sentence More1"
-  print "  More1:\n    - 0.60\n    - 0.40 Sentence More2"
-  print "  More2:\n    - 0.55\n    - 0.45 Sentence More3"
-  print "  More3:\n    - 0.60\n    - 0.40 Sentence"
+  printf "  More1:\n    - %.2f\n    - %.2f Sentence More2\n", 1 - mp[1], mp[1]
+  printf "  More2:\n    - %.2f\n    - %.2f Sentence More3\n", 1 - mp[2], mp[2]
+  printf "  More3:\n    - %.2f\n    - %.2f Sentence\n", 1 - mp[3], mp[3]
   print ""
   print "  Sentence:\n    - 1 Opener the AdjOpt Subject ."
   print "  # Openers: some name a person or animal that is NOT the subject."
@@ -90,7 +108,24 @@ BEGIN {
   print ""
   print "  # The subject binds the gender; what follows it sets the distance to the pronoun."
   print "  Subject:"
-  for (s = 1; s <= nsub; s++) printf "    - %s %s %sPost %sPart @%s\n", subw[s], subj[s], cap(subj[s]), cap(subj[s]), subg[s]
+  for (s = 1; s <= nsub; s++) printf "    - %s %s %sPost %sPart%s @%s\n", subw[s], subj[s], cap(subj[s]), cap(subj[s]), v3 ? " " cap(subg[s]) "Next1" : "", subg[s]
+  if (v3) {
+    print "  # Clauses 2 and 3: a subject of another gender than the clause before (no recursion:"
+    print "  # one rule per clause and gender)."
+    ng = split("he she it", gs, " ")
+    for (g = 1; g <= ng; g++) {
+      G = cap(gs[g])
+      printf "  %sNext1:\n    - %.2f\n    - %.2f , and the AdjOpt Not%s2\n", G, 1 - clause2, clause2, G
+      printf "  %sNext2:\n    - %.2f\n    - %.2f , and the AdjOpt Not%s3\n", G, 1 - clause3, clause3, G
+      for (level = 2; level <= 3; level++) {
+        printf "  Not%s%d:\n", G, level
+        for (s = 1; s <= nsub; s++) {
+          if (subg[s] == gs[g]) continue
+          printf "    - %s %s %sPost %sPart%s @%s\n", subw[s], subj[s], cap(subj[s]), cap(subj[s]), level == 2 ? " " cap(subg[s]) "Next2" : "", subg[s]
+        }
+      }
+    }
+  }
   print "  # \"that the boy sees (near the pond)\" or \"that sees the boy\": another noun, which does not bind."
   print "  Other:"
   for (s = 1; s <= nsub; s++) printf "    - 1 %s\n", subj[s]

@@ -52,6 +52,34 @@ std::string show_doc(const data::Vocab& vocab, const data::Doc& doc) {
   return out;
 }
 
+// Far-site shortcut baselines: the pronoun of the sentence's first / nearest gendered noun, or
+// of its first / nearest clause subject (the rule: 1.0), and how often other-gender nouns stand
+// between the antecedent and the pronoun.
+void print_shortcuts(const data::Garden& garden, const std::vector<data::Doc>& docs, int W,
+                     const std::vector<int32_t>& boundaries) {
+  using namespace data;
+  std::vector<std::vector<int>> subjects;
+  for (const Doc& doc : docs) subjects.push_back(garden.subject_positions(doc));
+  for (bool subject : {false, true})
+    for (bool first : {true, false}) {
+      auto acc = pronoun_accuracy(garden, docs, W,
+                                  subject ? subject_heuristic(docs, subjects, garden.noun_pronouns(), boundaries, first)
+                                          : noun_heuristic(docs, garden.noun_pronouns(), boundaries, first));
+      std::cout << fmt::format("  {} {} of the sentence as antecedent: far accuracy {:.3f}, near {:.3f}\n",
+                               first ? "first  " : "nearest", subject ? "subject      " : "gendered noun", acc.far(),
+                               acc.near());
+    }
+  PronounAccuracy all = pronoun_accuracy(garden, docs, W, [](size_t, int, const std::vector<int32_t>& c) {
+    return std::vector<double>(c.size(), 0.0);
+  });
+  const auto& n = all.by_intervening_sites;
+  const auto& d = all.by_distance_sites;
+  std::cout << fmt::format("  far sites by distance {}-10 / 11-20 / 21+: {} / {} / {}\n", W + 1, d[0], d[1], d[2]);
+  std::cout << fmt::format("  far sites with 0 / 1 / 2+ other-gender nouns between antecedent and pronoun: {} / {} / {} "
+                           "(share with any: {:.3f})\n", n[0], n[1], n[2],
+                           all.far_sites ? static_cast<double>(n[1] + n[2]) / all.far_sites : 0.0);
+}
+
 void print_stats(const Config& cfg) {
   using namespace data;
   const Corpus corpus = load_corpus(cfg.data);
@@ -105,12 +133,7 @@ void print_stats(const Config& cfg) {
       for (const char* w : {".", "!", "?"})
         if (auto it = std::find(corpus.vocab.words.begin(), corpus.vocab.words.end(), w); it != corpus.vocab.words.end())
           boundaries.push_back(static_cast<int32_t>(it - corpus.vocab.words.begin()));
-      for (bool first : {true, false}) {
-        auto acc = pronoun_accuracy(*garden, corpus.train, W,
-                                    noun_heuristic(corpus.train, garden->noun_pronouns(), boundaries, first));
-        std::cout << fmt::format("  {} gendered noun of the sentence as antecedent: far accuracy {:.3f}, near {:.3f}\n",
-                                 first ? "first  " : "nearest", acc.far(), acc.near());
-      }
+      print_shortcuts(*garden, corpus.train, W, boundaries);
     }
   }
 

@@ -104,9 +104,9 @@ int main(int argc, char** argv) {
   cli::add_sweep_command(app, g);
   cli::add_extrapolate_command(app, g);
   cli::add_ablate_command(app, g);
+  cli::add_compare_command(app, g);
   cli::add_uptrain_command(app, g);
   cli::add_export_command(app, g);
-  cli::add_compare_command(app, g);
   cli::add_launch_command(app, g);
   cli::add_data_commands(app, g);
   cli::add_sizes_commands(app, g);

@@ -76,7 +76,7 @@ struct TrainConfig {
 
 struct DataConfig {
   std::string kind = "garden";   // garden (built-in toy language) | text (plain text: bytes or subwords)
-  std::string grammar = "";      // garden: grammar file, or a built-in name (garden, garden_v1); empty = garden
+  std::string grammar = "";      // garden: grammar file, or a built-in name (garden, garden_v2, garden_v1); empty = garden
   std::string text_path = "";    // text: a file, or a directory of .txt files
   int seed = 1234;               // corpus seed (the split streams derive from it)
   int train_docs = 8000;         // garden: documents in the training split

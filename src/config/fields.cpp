@@ -201,7 +201,7 @@ std::vector<Field> make_fields() {
       string_field<T>("train.precision", &T::precision, "fp32, or bf16: autocast matmuls to bfloat16 (weights and AdamW state stay fp32); on a CPU fast only with AVX512-BF16 or AMX", fixed({"fp32", "bf16"})),
 
       string_field<D>("data.kind", &D::kind, "garden: the built-in toy language; text: plain text (bytes, or subwords by data.tokenizer)", fixed({"garden", "text"})),
-      string_field<D>("data.grammar", &D::grammar, "garden grammar file (relative to the config), or a built-in by name: garden (data/garden.yaml), garden_v1 (the earlier context-free world); empty = garden"),
+      string_field<D>("data.grammar", &D::grammar, "garden grammar file (relative to the config), or a built-in by name: garden (data/garden.yaml: v3, clauses with subjects of their own), garden_v2 (one clause per sentence), garden_v1 (context-free); empty = garden"),
       string_field<D>("data.text_path", &D::text_path, "text: a file or a directory of .txt files (relative to the config)"),
       int_field<D>("data.seed", &D::seed, 0, kMaxInt, "corpus seed; the train / val / test streams derive from it"),
       int_field<D>("data.train_docs", &D::train_docs, 1, kMaxInt, "garden: training documents"),

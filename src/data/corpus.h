@@ -34,11 +34,14 @@ struct Vocab {
 };
 
 // One possessive-pronoun site: doc[pos] is a pronoun that must agree with the subject
-// `distance` tokens back (distance = pos - subject position).
+// `distance` tokens back (distance = pos - subject position). `intervening`: the nouns of
+// another gender strictly between that subject and the pronoun (the subjects and objects of
+// relative and "when" clauses): what a "nearest noun" reading gets wrong.
 struct PronounSite {
   int pos = 0;
   int distance = 0;
   int32_t correct = -1;
+  int intervening = 0;
 };
 
 // The exact distribution of the language (garden only).

@@ -174,17 +174,36 @@ std::vector<double> Garden::logprobs(const Doc& doc) const {
 
 std::vector<PronounSite> Garden::pronoun_sites(const Doc& doc) const {
   std::vector<PronounSite> out;
+  const std::map<int32_t, int> genders = noun_genders();
   walk(doc, [&](size_t i, const std::vector<Next>&, const Next& chosen) {
-    if (chosen.distance >= 0) out.push_back({static_cast<int>(i), chosen.distance, chosen.token});
+    if (chosen.distance < 0) return;
+    PronounSite site{static_cast<int>(i), chosen.distance, chosen.token, 0};
+    for (size_t j = i - chosen.distance + 1; j < i; ++j)
+      if (auto it = genders.find(doc[j]); it != genders.end() && it->second != chosen.after.bound) ++site.intervening;
+    out.push_back(site);
   });
+  return out;
+}
+
+std::map<int32_t, int> Garden::noun_genders() const {
+  std::map<int32_t, int> out;
+  for (const Rule& rule : g_.rules)
+    for (const Choice& c : rule.choices)
+      if (c.bind >= 0 && !c.seq.empty() && c.seq[0].kind == Symbol::Word) out[c.seq[0].id] = c.bind;
   return out;
 }
 
 std::map<int32_t, int32_t> Garden::noun_pronouns() const {
   std::map<int32_t, int32_t> out;
-  for (const Rule& rule : g_.rules)
-    for (const Choice& c : rule.choices)
-      if (c.bind >= 0 && !c.seq.empty() && c.seq[0].kind == Symbol::Word) out[c.seq[0].id] = g_.forms[0][c.bind];
+  for (const auto& [noun, gender] : noun_genders()) out[noun] = g_.forms[0][gender];
+  return out;
+}
+
+std::vector<int> Garden::subject_positions(const Doc& doc) const {
+  std::vector<int> out;
+  walk(doc, [&](size_t i, const std::vector<Next>&, const Next& chosen) {
+    if (chosen.after.bound_pos == static_cast<int>(i)) out.push_back(static_cast<int>(i));
+  });
   return out;
 }
 

@@ -60,6 +60,10 @@ class Garden final : public Truth {
   // Nouns that bind a gender (the first word of an @gender choice) -> the first slot's form for
   // that gender (gardener -> his): what a "which noun is the antecedent" baseline needs.
   std::map<int32_t, int32_t> noun_pronouns() const;
+  // The same nouns -> the gender they bind (an index into grammar().genders).
+  std::map<int32_t, int> noun_genders() const;
+  // Positions in doc of the words that bound a gender: the subjects of its clauses.
+  std::vector<int> subject_positions(const Doc& doc) const;
 
  private:
   // Calls visit(i, options at position i, chosen option) for i = 1..n-1.

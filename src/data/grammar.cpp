@@ -94,7 +94,7 @@ std::string grammar_path(const std::string& spec) {
   std::ifstream probe(builtin);
   if (!probe)
     throw InputError(fmt::format("data.grammar: '{}' is not a built-in grammar (data/{}.yaml does not exist)", spec, spec),
-                     "built-in grammars: garden (the default), garden_v1; or give a grammar file's path");
+                     "built-in grammars: garden (the default), garden_v2, garden_v1; or give a grammar file's path");
   return builtin;
 }
 

@@ -45,7 +45,7 @@ Grammar load_grammar(const std::string& path);
 // The built-in grammar file: LMX_SOURCE_DIR/data/garden.yaml.
 std::string default_grammar_path();
 // data.grammar as a file: empty = the default; a bare name (no "/" or ".") = the built-in
-// LMX_SOURCE_DIR/data/NAME.yaml (garden, garden_v1: the earlier context-free world); else the
+// LMX_SOURCE_DIR/data/NAME.yaml (garden; garden_v2: one clause per sentence; garden_v1: context-free); else the
 // path itself. InputError for an unknown bare name.
 std::string grammar_path(const std::string& spec);
 

@@ -16,9 +16,21 @@ void PronounAccuracy::add(int distance, bool correct, int window) {
   }
 }
 
+void PronounAccuracy::add(const PronounSite& site, bool correct, int window) {
+  add(site.distance, correct, window);
+  if (site.distance <= window) return;
+  const int d = distance_bucket(site.distance), i = intervening_bucket(site.intervening);
+  ++by_distance_sites[d], by_distance_correct[d] += correct;
+  ++by_intervening_sites[i], by_intervening_correct[i] += correct;
+}
+
 PronounAccuracy& PronounAccuracy::operator+=(const PronounAccuracy& o) {
   far_sites += o.far_sites, far_correct += o.far_correct;
   near_sites += o.near_sites, near_correct += o.near_correct;
+  for (int b = 0; b < kBuckets; ++b) {
+    by_distance_sites[b] += o.by_distance_sites[b], by_distance_correct[b] += o.by_distance_correct[b];
+    by_intervening_sites[b] += o.by_intervening_sites[b], by_intervening_correct[b] += o.by_intervening_correct[b];
+  }
   return *this;
 }
 
@@ -42,7 +54,7 @@ PronounAccuracy pronoun_accuracy(const Truth& truth, const std::vector<Doc>& doc
   PronounAccuracy acc;
   for (size_t d = 0; d < docs.size(); ++d)
     for (const auto& site : truth.pronoun_sites(docs[d]))
-      acc.add(site.distance, ranks_first(score(d, site.pos, candidates), index_of(candidates, site.correct)), window);
+      acc.add(site, ranks_first(score(d, site.pos, candidates), index_of(candidates, site.correct)), window);
   return acc;
 }
 
@@ -54,7 +66,7 @@ void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc,
     if (t >= rows.size()) continue;
     std::vector<double> scores;
     for (int32_t c : candidates) scores.push_back(rows[t][c]);
-    acc.add(site.distance, ranks_first(scores, index_of(candidates, site.correct)), window);
+    acc.add(site, ranks_first(scores, index_of(candidates, site.correct)), window);
   }
 }
 
@@ -71,20 +83,28 @@ void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc,
     int64_t t = site.pos - 1;
     if (t >= T) continue;
     std::vector<double> scores(data + t * P, data + (t + 1) * P);
-    acc.add(site.distance, ranks_first(scores, index_of(candidates, site.correct)), window);
+    acc.add(site, ranks_first(scores, index_of(candidates, site.correct)), window);
   }
 }
 
 CandidateScorer noun_heuristic(const std::vector<Doc>& docs, std::map<int32_t, int32_t> noun_pronoun,
                                std::vector<int32_t> boundaries, bool first) {
-  return [&docs, noun_pronoun = std::move(noun_pronoun), boundaries = std::move(boundaries), first](
-             size_t d, int pos, const std::vector<int32_t>& candidates) {
+  return subject_heuristic(docs, {}, std::move(noun_pronoun), std::move(boundaries), first);
+}
+
+CandidateScorer subject_heuristic(const std::vector<Doc>& docs, std::vector<std::vector<int>> subjects,
+                                  std::map<int32_t, int32_t> noun_pronoun, std::vector<int32_t> boundaries, bool first) {
+  return [&docs, subjects = std::move(subjects), noun_pronoun = std::move(noun_pronoun),
+          boundaries = std::move(boundaries), first](size_t d, int pos, const std::vector<int32_t>& candidates) {
     const Doc& doc = docs[d];
+    auto eligible = [&](int i) {  // without subject positions, every gendered noun
+      return subjects.empty() || std::find(subjects[d].begin(), subjects[d].end(), i) != subjects[d].end();
+    };
     int32_t guess = -1;
     for (int i = pos - 1; i > 0; --i) {  // back to the start of the sentence
       if (std::find(boundaries.begin(), boundaries.end(), doc[i]) != boundaries.end()) break;
       auto it = noun_pronoun.find(doc[i]);
-      if (it == noun_pronoun.end()) continue;
+      if (it == noun_pronoun.end() || !eligible(i)) continue;
       guess = it->second;
       if (!first) break;  // the nearest: the first one found going back
     }

@@ -6,6 +6,8 @@
 #pragma once
 #include <torch/types.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -19,10 +21,23 @@ namespace lmx::data {
 struct PronounAccuracy {
   int64_t far_sites = 0, far_correct = 0;
   int64_t near_sites = 0, near_correct = 0;
+  // Far sites by distance, buckets (W, 10], [11, 20], [21, inf), and by the number of
+  // intervening nouns of another gender (PronounSite::intervening), buckets 0, 1, 2+.
+  static constexpr int kBuckets = 3;
+  std::array<int64_t, kBuckets> by_distance_sites{}, by_distance_correct{};
+  std::array<int64_t, kBuckets> by_intervening_sites{}, by_intervening_correct{};
+  static int distance_bucket(int distance) { return distance <= 10 ? 0 : distance <= 20 ? 1 : 2; }
+  static int intervening_bucket(int n) { return std::min(n, kBuckets - 1); }
   double far() const { return far_sites ? static_cast<double>(far_correct) / far_sites : NAN; }
   double near() const { return near_sites ? static_cast<double>(near_correct) / near_sites : NAN; }
+  double far_by_distance(int b) const { return ratio(by_distance_correct[b], by_distance_sites[b]); }
+  double far_by_intervening(int b) const { return ratio(by_intervening_correct[b], by_intervening_sites[b]); }
   void add(int distance, bool correct, int window);
+  void add(const PronounSite& site, bool correct, int window);  // also fills the far buckets
   PronounAccuracy& operator+=(const PronounAccuracy& o);
+
+ private:
+  static double ratio(int64_t k, int64_t n) { return n ? static_cast<double>(k) / n : NAN; }
 };
 
 // True when scores[correct] is strictly above every other score.
@@ -48,5 +63,10 @@ void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc,
 // this measures how much of the task such a shortcut solves. docs must outlive the scorer.
 CandidateScorer noun_heuristic(const std::vector<Doc>& docs, std::map<int32_t, int32_t> noun_pronoun,
                                std::vector<int32_t> boundaries, bool first);
+// The same over the clause subjects only: subjects[d] holds the positions of docs[d]'s subjects
+// (Garden::subject_positions). The nearest subject is the garden's rule; the first is the
+// "main clause" reading that a one-clause world rewards.
+CandidateScorer subject_heuristic(const std::vector<Doc>& docs, std::vector<std::vector<int>> subjects,
+                                  std::map<int32_t, int32_t> noun_pronoun, std::vector<int32_t> boundaries, bool first);
 
 }  // namespace lmx::data

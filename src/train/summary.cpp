@@ -33,10 +33,17 @@ const std::vector<Column>& numeric_columns() {
       {"test_ppl", 4, [](const SummaryRow& r) { return r.run.test.tokens ? r.run.test.ppl : std::nan(""); }},
       {"true_test_ppl", 4, [](const SummaryRow& r) { return r.run.test.true_ppl; }},
       {"unigram_test_ppl", 4, [](const SummaryRow& r) { return r.run.unigram_test_ppl; }},
-      {"far_pronoun_acc", 4, [](const SummaryRow& r) { return r.run.test.far_acc; }},
       {"test_untrained_targets", 0, [](const SummaryRow& r) { return double(r.run.test.untrained_tokens); }},
       {"test_untrained_loss", 4, [](const SummaryRow& r) { return r.run.test.untrained_loss; }},
+      {"far_pronoun_acc", 4, [](const SummaryRow& r) { return r.run.test.far_acc; }},
       {"near_pronoun_acc", 4, [](const SummaryRow& r) { return r.run.test.near_acc; }},
+      // Far sites by distance (6-10, 11-20, 21+ at W = 5) and by intervening other-gender nouns.
+      {"far_acc_d_le10", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_distance(0); }},
+      {"far_acc_d11_20", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_distance(1); }},
+      {"far_acc_d21up", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_distance(2); }},
+      {"far_acc_i0", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_intervening(0); }},
+      {"far_acc_i1", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_intervening(1); }},
+      {"far_acc_i2up", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_intervening(2); }},
       {"kv_numbers_per_token_per_layer", 0,
        [](const SummaryRow& r) { return double(kv_cache_size(r.config.model).per_token_per_layer); }},
       {"kv_bytes_per_token_bf16", 0,
@@ -131,9 +138,14 @@ Table with_aggregates(const Table& seeds) {
     for (size_t k = 0; k < agg.size(); ++k) agg[k][0] = name, agg[k][1] = labels[k];
     for (size_t col = 3; col < seeds.header.size(); ++col) {
       if (static_cast<int>(col) == message) continue;
-      Stats s = stats(ok_values(seeds, name, static_cast<int>(col)));
+      std::vector<double> values = ok_values(seeds, name, static_cast<int>(col));
+      Stats s = stats(values);
       agg[0][col] = csv_num(s.mean, 4), agg[1][col] = s.n > 1 ? csv_num(s.std, 5) : "";  // one value has no spread
       agg[2][col] = csv_num(s.min, 4), agg[3][col] = csv_num(s.max, 4);
+      values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
+      if (values.size() < 2) continue;  // one value has no interval
+      const Interval ci = bootstrap_mean_interval(values);
+      agg[4][col] = csv_num(ci.lo, 5), agg[5][col] = csv_num(ci.hi, 5);
     }
     const size_t ok = ok_values(seeds, name, status).size();
     for (auto& row : agg) row[status] = fmt::format("{} ok", ok), t.add(row);
@@ -142,10 +154,6 @@ Table with_aggregates(const Table& seeds) {
 }
 
 std::string summary_markdown(const Table& seeds) {
-      values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
-      if (values.size() < 2) continue;  // one value has no interval
-      const Interval ci = bootstrap_mean_interval(values);
-      agg[4][col] = csv_num(ci.lo, 5), agg[5][col] = csv_num(ci.hi, 5);
   struct View {
     const char* title;
     const char* col;
