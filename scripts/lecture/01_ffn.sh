@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Lecture section 01, FFN: activations and gating (LECTURE.md 01.1-01.4).
 #   scripts/lecture/01_ffn.sh [--quick] [--jobs N] [--out DIR]
-# Tables: activations, ffn_params (probes), ffn_training (relu/gelu/silu/swiglu, 3 seeds,
-# 6 epochs), sparsity (exact zeros and dead neurons per layer, lr 3e-3 / 0.01 / 0.03).
+# Tables: activations, ffn_params (probes), ffn_training (relu/gelu/silu/swiglu, 5 seeds,
+# 6 epochs), sparsity (exact zeros and dead neurons per layer, lr 3e-3 / 0.01 / 0.03, 5 seeds).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 01_ffn "$@"
 
@@ -25,11 +25,9 @@ done
 csv_md "$R/textbook_gap.csv" > "$R/textbook_gap.md"
 
 sweep 01_sparsity.yaml sparsity_lr sparsity_lr
-# Follow-up: the same at AdamW beta2 0.999 (PyTorch's default), the setting that explains F4.
-sweep 01_sparsity_beta2.yaml sparsity_beta2 sparsity_beta2
 # Sparsity of every trained FFN: the 01.3 runs (lr 3e-3) and the higher-lr ReLU runs.
 echo "point,lr,seed,layer,ffn,zero_fraction,dead_neurons,dead_fraction" > "$R/sparsity.csv"
-for run in "$RUNS"/ffn/runs/*/seed* "$RUNS"/sparsity_lr/runs/*/seed* "$RUNS"/sparsity_beta2/runs/*/seed*; do
+for run in "$RUNS"/ffn/runs/*/seed* "$RUNS"/sparsity_lr/runs/*/seed*; do
   point="$(run_point "$run")"
   seed="${run##*/seed}"
   lr="$(awk '/^  lr:/ {print $2}' "$run/config.yaml")"

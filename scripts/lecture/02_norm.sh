@@ -3,7 +3,7 @@
 #   scripts/lecture/02_norm.sh [--quick] [--jobs N] [--out DIR]
 # Tables: norm_invariance, gradnorm (post vs pre at depths 6/12/24, figure gradnorm.png),
 # warmup (6 layers, {post, pre} x {lr 1e-3, 5e-3, 5e-3 + 200 warm-up}, 3 seeds; figure
-# warmup_curves.png), collapse_lr (the same at lr 1e-2 / 2e-2 / 4e-2: where our post-norm
+# warmup_curves.png), collapse_lr (the same at lr 1e-2: where our post-norm
 # collapses), layernorm_vs_rmsnorm (pre-norm, 3 seeds).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 02_norm "$@"
