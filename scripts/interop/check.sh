@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Interop checked by engines we did not write (issue 29): trains two small models with lmx, a
-# llama preset on the garden language (GQA, 2 of 4 KV heads) and a SentencePiece (BPE, byte
-# fallback) text model, exports each with `lmx export --gguf --hf --reference`, then
-# scripts/interop/check.mjs loads the GGUF in llama.cpp (node-llama-cpp 3.21.1's prebuilt CPU
-# binaries, F32 KV cache, no flash attention) and checks: next-token probabilities within 1e-4 of lmx's on held-out
-# sequences, 64 identical greedy tokens, llama.cpp's tokenization of a test text (SentencePiece
-# model), and the HF folder's tokenizer.json with Hugging Face's Rust tokenizers library.
+# Interop checked by engines we did not write (issue 29): trains three small models with lmx, the
+# llama preset on the garden language (GQA, 2 of 4 KV heads), a SentencePiece (BPE, byte
+# fallback) text model and a byte-level text model, exports each with `lmx export --gguf --hf
+# --reference`, then scripts/interop/check.mjs loads the GGUF in llama.cpp (node-llama-cpp
+# 3.21.1's prebuilt CPU binaries, F32 KV cache, no flash attention) and checks: next-token
+# probabilities within 1e-4 of lmx's on held-out sequences, 64 identical greedy tokens,
+# llama.cpp's tokenization of a test text (the text models), and the HF folder's tokenizer.json
+# with Hugging Face's Rust tokenizers library (@anush008/tokenizers 0.6.0).
 #   scripts/interop/check.sh [PATH/TO/lmx]     (default build/lmx; builds nothing)
 # npm packages: pinned in package-lock.json, installed into scripts/interop/node_modules (ignored).
 # Exit 0 when everything agrees; 1 when something differs; a skip line (exit 0) only without npm.
@@ -29,31 +30,34 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/lmx-interop.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# 1. The llama preset on the garden language.
-tiny="--set data.train_docs=2000 --set data.val_docs=50 --set data.test_docs=50"
-"$lmx" -q train "$root/configs/llama.yaml" --set train.steps=150 $tiny --out "$work/garden"
-"$lmx" -q export "$work/garden/seed0/model.safetensors" --gguf "$work/garden.gguf" --hf "$work/garden-hf" \
-  --reference "$work/garden.json"
-node check.mjs --ref "$work/garden.json" --gguf "$work/garden.gguf" --hf "$work/garden-hf"
+# Trains CONFIG for STEPS steps, exports it, compares (further arguments go to check.mjs).
+check_model() {
+  local name=$1 config=$2 steps=$3
+  shift 3
+  "$lmx" -q train "$config" --set train.steps="$steps" --out "$work/$name" > "$work/$name.log" 2>&1 ||
+    { cat "$work/$name.log"; exit 1; }
+  "$lmx" -q export "$work/$name/seed0/model.safetensors" --gguf "$work/$name.gguf" --hf "$work/$name-hf" \
+    --reference "$work/$name.json"
+  node check.mjs --ref "$work/$name.json" --gguf "$work/$name.gguf" --hf "$work/$name-hf" "$@"
+}
 
-# 2. A SentencePiece text model (a deterministic text with a few non-ASCII words).
-awk 'BEGIN { srand(7); split("the garden gardener waters a rose roses tulip every morning café naïve bee visits yellow red", w);
-             while (n < 60000) { k = 4 + int(rand() * 6); s = "";
-               for (i = 0; i < k; ++i) s = s (i ? " " : "") w[1 + int(rand() * 16)];
-               s = s (rand() < 0.66 ? ". " : ".\n"); printf "%s", s; n += length(s) } }' > "$work/corpus.txt"
-cat > "$work/spm.yaml" <<EOF
-extends: $root/configs/llama.yaml
-data:
-  kind: text
-  text_path: corpus.txt
-  text_doc_len: 256
-  layout: packed
-  seq_len: 64
-  tokenizer: sentencepiece
-EOF
-"$lmx" -q data tokenizer "$work/spm.yaml" --vocab 320 --byte-fallback > /dev/null
-"$lmx" -q train "$work/spm.yaml" --set train.steps=100 --out "$work/spm"
-"$lmx" -q export "$work/spm/seed0/model.safetensors" --gguf "$work/spm.gguf" --hf "$work/spm-hf" \
-  --reference "$work/spm.json"
-node check.mjs --ref "$work/spm.json" --gguf "$work/spm.gguf" --text --hf "$work/spm-hf"
+# 1. The llama preset on the garden language (words: usable by id in llama.cpp, not as text).
+printf 'extends: %s\ndata:\n  train_docs: 2000\n  val_docs: 50\n  test_docs: 50\n' \
+  "$root/configs/llama.yaml" > "$work/garden.yaml"
+check_model garden "$work/garden.yaml" 150
+
+# 2. Text (deterministic, a few non-ASCII words): SentencePiece BPE with byte pieces, and bytes.
+awk 'BEGIN { srand(7); n = split("the garden gardener waters a rose roses tulip every morning café naïve bee " \
+                                 "visits yellow red", w);
+             while (len < 60000) { k = 4 + int(rand() * 6); s = "";
+               for (i = 0; i < k; ++i) s = s (i ? " " : "") w[1 + int(rand() * n)];
+               s = s (rand() < 0.66 ? ". " : ".\n"); printf "%s", s; len += length(s) } }' > "$work/corpus.txt"
+for tokenizer in sentencepiece bytes; do
+  printf 'extends: %s\ndata:\n  kind: text\n  text_path: corpus.txt\n  text_doc_len: 256\n  layout: packed\n' \
+    "$root/configs/llama.yaml" > "$work/$tokenizer.yaml"
+  printf '  seq_len: 64\n  tokenizer: %s\n' "$tokenizer" >> "$work/$tokenizer.yaml"
+done
+"$lmx" -q data tokenizer "$work/sentencepiece.yaml" --vocab 320 --byte-fallback > /dev/null
+check_model sentencepiece "$work/sentencepiece.yaml" 100 --text
+check_model bytes "$work/bytes.yaml" 60 --text
 echo "interop check: passed in $((SECONDS - start)) s"

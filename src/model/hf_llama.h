@@ -37,7 +37,7 @@ bool is_hf_folder(const std::string& path);
 void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data::Vocab* vocab = nullptr);
 
 // dir/tokenizer.json, tokenizer_config.json, special_tokens_map.json (and tokenizer.model for
-// SentencePiece) for AutoTokenizer (model/hf_tokenizer.cpp); nothing for a byte vocabulary.
+// SentencePiece) for AutoTokenizer (model/hf_tokenizer.cpp).
 void write_hf_tokenizer(const data::Vocab& vocab, const std::string& dir, int max_len);
 
 // Reads an HF Llama folder as a Checkpoint (config built from config.json, tensors as float32

@@ -4,7 +4,8 @@
 // SentencePiece: what transformers' LlamaConverter builds from tokenizer.model, without the
 // dummy prefix lmx trains without: spaces to ▁, then BPE (merges from the pieces, ranked by the
 // merged piece's id = its score) or Unigram (pieces and scores), byte fallback, and the decoder
-// back. Bytes: no tokenizer files (config.json still names bos / eos / pad).
+// back. Bytes: BPE without merges over GPT-2's byte-to-character alphabet (ByteLevel pre-tokenizer
+// and decoder), each character mapped to its byte's id.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -41,6 +42,27 @@ Json bos_template(const std::string& bos, int bos_id) {
           {"single", {b, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
           {"pair", {b, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, b, {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
           {"special_tokens", {{bos, {{"id", bos}, {"ids", {bos_id}}, {"tokens", {bos}}}}}}};
+}
+
+// GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the others for 256 + n.
+std::string byte_char(int b) {
+  const auto printable = [](int c) { return (c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174; };
+  int code = b;
+  if (!printable(b)) {
+    code = 256;
+    for (int c = 0; c < b; ++c) code += !printable(c);
+  }
+  if (code < 0x80) return std::string(1, static_cast<char>(code));
+  return {static_cast<char>(0xc0 | (code >> 6)), static_cast<char>(0x80 | (code & 0x3f))};  // UTF-8, < 0x800
+}
+
+Json byte_model(const data::Vocab& v) {
+  Json vocab = Json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_char(b)] = b;
+  for (int i = 256; i < v.size(); ++i) vocab[v.words[i]] = i;
+  return {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
+          {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
+          {"vocab", vocab}, {"merges", Json::array()}};
 }
 
 Json garden_model(const data::Vocab& v) {
@@ -102,19 +124,21 @@ void write_json(const fs::path& path, const Json& j) { write_file_atomic(path.st
 }  // namespace
 
 void write_hf_tokenizer(const data::Vocab& v, const std::string& dir, int max_len) {
-  if (v.bytes) return;
   const fs::path d(dir);
   const std::string bos = v.words.at(v.bos), eos = v.words.at(v.eos), pad = v.words.at(v.pad);
-  Json tok = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", Json::array()}};
-  Json cfg = {{"add_bos_token", true}, {"add_eos_token", false}, {"bos_token", bos}, {"eos_token", eos},
-              {"pad_token", pad}, {"model_max_length", max_len}, {"clean_up_tokenization_spaces", false}};
+  Json tok = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", Json::array()},
+              {"normalizer", nullptr}, {"pre_tokenizer", nullptr}, {"post_processor", bos_template(bos, v.bos)},
+              {"decoder", nullptr}, {"model", nullptr}};
+  Json cfg = {{"tokenizer_class", "PreTrainedTokenizerFast"}, {"add_bos_token", true}, {"add_eos_token", false},
+              {"bos_token", bos}, {"eos_token", eos}, {"pad_token", pad}, {"model_max_length", max_len},
+              {"clean_up_tokenization_spaces", false}};
+  if (!v.tokenizer)
+    for (int id : {v.pad, v.bos, v.eos}) tok["added_tokens"].push_back(added_token(id, v.words.at(id)));
   if (v.tokenizer) {
     const GgufVocab g = gguf_vocab(v);
     for (size_t i = 0; i < g.tokens.size(); ++i)
       if (g.types[i] == 2 || g.types[i] == 3) tok["added_tokens"].push_back(added_token(static_cast<int>(i), g.tokens[i]));
     tok["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpace}};
-    tok["pre_tokenizer"] = nullptr;
-    tok["post_processor"] = bos_template(bos, v.bos);
     tok["decoder"] = spm_decoder();
     tok["model"] = spm_model(g);
     cfg["tokenizer_class"] = "LlamaTokenizerFast";
@@ -122,14 +146,14 @@ void write_hf_tokenizer(const data::Vocab& v, const std::string& dir, int max_le
     cfg["legacy"] = true;  // no ▁ added after special tokens
     cfg["add_prefix_space"] = false;
     write_file_atomic((d / "tokenizer.model").string(), read_all(v.tokenizer->path()));
-  } else {
-    for (int id : {v.pad, v.bos, v.eos}) tok["added_tokens"].push_back(added_token(id, v.words.at(id)));
-    tok["normalizer"] = nullptr;
+  } else if (v.bytes) {
+    const Json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false},
+                             {"use_regex", false}};
+    tok["pre_tokenizer"] = tok["decoder"] = byte_level;
+    tok["model"] = byte_model(v);
+  } else {  // garden; no decoder: tokens joined by spaces
     tok["pre_tokenizer"] = {{"type", "WhitespaceSplit"}};
-    tok["post_processor"] = bos_template(bos, v.bos);
-    tok["decoder"] = nullptr;  // tokens joined by spaces
     tok["model"] = garden_model(v);
-    cfg["tokenizer_class"] = "PreTrainedTokenizerFast";
   }
   write_json(d / "tokenizer.json", tok);
   write_json(d / "tokenizer_config.json", cfg);
