@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <ctime>
 #include <cstdlib>
 #include <filesystem>
@@ -343,6 +344,7 @@ void add_train_commands(CLI::App& app, Globals& g) {
       torch::manual_seed(g.seed >= 0 ? g.seed : 0);
       KVCache cache;
       const size_t prompt_len = tokens.size();
+      auto first = std::chrono::steady_clock::now();  // set when the first token (with the prompt) is out
       for (int i = 0; i < ga->max_new && static_cast<int>(tokens.size()) < ck.config.model.max_seq_len; ++i) {
         torch::Tensor input;
         if (ga->no_cache || i == 0) {
@@ -364,8 +366,13 @@ void add_train_commands(CLI::App& app, Globals& g) {
           next = torch::multinomial(torch::softmax(logits, -1), 1).item<int64_t>();
         }
         tokens.push_back(static_cast<int32_t>(next));
+        if (i == 0) first = std::chrono::steady_clock::now();
         if (next == corpus.vocab.eos) break;
       }
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first).count();
+      if (const size_t n = tokens.size() - prompt_len; n > 1)  // scripts/interop/speed.sh reads this line
+        log::info("generate", "{} tokens after the first in {:.4f} s: {:.1f} tokens/s", n - 1, seconds,
+                  static_cast<double>(n - 1) / seconds);
       data::Doc prompt(tokens.begin(), tokens.begin() + prompt_len);
       data::Doc cont(tokens.begin() + prompt_len, tokens.end());
       std::cout << corpus.vocab.decode(prompt) << " | " << corpus.vocab.decode(cont) << "\n";
