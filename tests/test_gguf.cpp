@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "data/tokenizer.h"
 #include "helpers.h"
+#include "llama_config.h"
 #include "model/checkpoint.h"
 #include "model/gguf.h"
 #include "util/error.h"
@@ -124,22 +125,6 @@ Gguf read_gguf(const std::string& path) {
   return g;
 }
 
-ModelConfig gguf_llama() {
-  ModelConfig m;
-  m.vocab_size = 19;
-  m.d_model = 24;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.d_ff = 40;
-  m.norm = "rmsnorm";
-  m.ffn = "swiglu";
-  m.position = "rope";
-  m.bias = false;
-  m.max_seq_len = 64;
-  return m;
-}
-
 Checkpoint gguf_checkpoint(const TempDir& dir, const ModelConfig& m) {
   Config cfg;
   cfg.model = m;
@@ -203,7 +188,7 @@ TEST_CASE("half_to_interleaved is convert_hf_to_gguf's permute, and RoPE scores 
 
 TEST_CASE("export_gguf writes GGUF v3 that a minimal reader parses back exactly", "[model][gguf]") {
   TempDir dir;
-  ModelConfig m = gguf_llama();
+  ModelConfig m = lmx::test::small_llama();
   const bool tied = GENERATE(false, true);
   m.tie_embeddings = tied;
   const Checkpoint ck = gguf_checkpoint(dir, m);
@@ -256,7 +241,7 @@ TEST_CASE("export_gguf writes GGUF v3 that a minimal reader parses back exactly"
 
 TEST_CASE("export_gguf refuses what llama.cpp's llama cannot express, leaving the old file", "[model][gguf]") {
   TempDir dir;
-  ModelConfig m = gguf_llama();
+  ModelConfig m = lmx::test::small_llama();
   std::string component;
   SECTION("layernorm") { m.norm = "layernorm", component = "model.norm is layernorm"; }
   SECTION("biases") { m.bias = true, component = "model.bias is true"; }
@@ -268,7 +253,7 @@ TEST_CASE("export_gguf refuses what llama.cpp's llama cannot express, leaving th
   CHECK_THROWS_WITH(export_gguf(ck, gguf_words(19), out), Catch::Contains(component) && Catch::Contains("GGUF"));
   CHECK(lmx::test::read_file(out) == "previous");
   CHECK_FALSE(std::filesystem::exists(out + ".tmp"));
-  const Checkpoint ok = gguf_checkpoint(dir, gguf_llama());
+  const Checkpoint ok = gguf_checkpoint(dir, lmx::test::small_llama());
   CHECK_THROWS_WITH(export_gguf(ok, gguf_words(20), out), Catch::Contains("20 tokens"));  // more words than rows
   CHECK_THROWS_WITH(export_gguf(ok, gguf_words(19), out, "q4"), Catch::Contains("--gguf-type"));
   CHECK(lmx::test::read_file(out) == "previous");

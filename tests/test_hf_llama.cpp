@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "helpers.h"
+#include "llama_config.h"
 #include "model/checkpoint.h"
 #include "model/hf_llama.h"
 #include "util/error.h"
@@ -17,22 +18,6 @@ using namespace lmx;
 using lmx::test::TempDir;
 
 namespace {
-
-ModelConfig small_llama() {
-  ModelConfig m;
-  m.vocab_size = 19;
-  m.d_model = 24;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.d_ff = 40;
-  m.norm = "rmsnorm";
-  m.ffn = "swiglu";
-  m.position = "rope";
-  m.bias = false;
-  m.max_seq_len = 64;  // >= the default data.seq_len
-  return m;
-}
 
 // A checkpoint file of a freshly initialized model with this model config.
 std::string write_checkpoint(const TempDir& dir, const ModelConfig& m, const std::string& name = "ck.safetensors") {
@@ -95,7 +80,7 @@ TEST_CASE("an HF Llama folder gives transformers' logits (PyTorch fixture, rotat
 
 TEST_CASE("lmx -> HF Llama -> lmx keeps the weights, the config and the logits", "[model][hf]") {
   TempDir dir;
-  ModelConfig m = small_llama();
+  ModelConfig m = lmx::test::small_llama();
   SECTION("half layout, untied, linear scaling: bitwise") {
     m.rope_scaling = "linear";
     m.rope_factor = 2.0;
@@ -144,7 +129,7 @@ TEST_CASE("lmx -> HF Llama -> lmx keeps the weights, the config and the logits",
 TEST_CASE("export refuses what LlamaForCausalLM cannot express, naming the component", "[model][hf]") {
   TempDir dir;
   auto blocked = [](auto edit) {
-    ModelConfig m = small_llama();
+    ModelConfig m = lmx::test::small_llama();
     edit(m);
     return hf_llama_blocker(m);
   };
@@ -156,7 +141,7 @@ TEST_CASE("export refuses what LlamaForCausalLM cannot express, naming the compo
   CHECK_THAT(blocked([](ModelConfig& m) { m.bias = true; }), Catch::StartsWith("model.bias"));
   CHECK_THAT(blocked([](ModelConfig& m) { m.attention = "mla"; }), Catch::StartsWith("model.attention"));
   CHECK_THAT(blocked([](ModelConfig& m) { m.rope_scaling = "yarn"; }), Catch::StartsWith("model.rope_scaling"));
-  ModelConfig m = small_llama();
+  ModelConfig m = lmx::test::small_llama();
   m.norm = "layernorm";
   Checkpoint src = read_checkpoint(write_checkpoint(dir, m));
   CHECK_THROWS_WITH(export_hf_llama(src, dir.file("hf")), Catch::Contains("model.norm is layernorm"));
@@ -165,7 +150,7 @@ TEST_CASE("export refuses what LlamaForCausalLM cannot express, naming the compo
 
 TEST_CASE("reading an HF folder refuses what lmx cannot build, naming file and key", "[model][hf]") {
   TempDir dir;
-  Checkpoint src = read_checkpoint(write_checkpoint(dir, small_llama()));
+  Checkpoint src = read_checkpoint(write_checkpoint(dir, lmx::test::small_llama()));
   export_hf_llama(src, dir.file("hf"));
   const std::string cfg = dir.file("hf/config.json");
   const auto good = read_json(cfg);
