@@ -259,7 +259,7 @@ TEST_CASE("export_gguf refuses what llama.cpp's llama cannot express, leaving th
   CHECK(lmx::test::read_file(out) == "previous");
 }
 
-TEST_CASE("lmx export --gguf --hf: the garden words in both, the ids in config.json; refusals write nothing",
+TEST_CASE("lmx export --gguf --hf: the garden words in both, the ids in config.json, refusals write nothing",
           "[model][gguf][cli]") {
   TempDir dir;
   const std::string tiny = "--set data.train_docs=200 --set data.val_docs=50 --set data.test_docs=50";
@@ -299,7 +299,7 @@ TEST_CASE("lmx export --gguf --hf: the garden words in both, the ids in config.j
   CHECK_FALSE(std::filesystem::exists(dir.file("x.gguf")));
 }
 
-TEST_CASE("lmx export --gguf carries a SentencePiece model's pieces, scores and types; no byte pieces: refused",
+TEST_CASE("lmx export --gguf carries a SentencePiece model's pieces, scores and types, refuses one without byte pieces",
           "[model][gguf][cli][tokenizer]") {
   TempDir dir;
   std::string text;
