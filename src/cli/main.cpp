@@ -77,10 +77,12 @@ int error_exit(const lmx::Error& e) {
 
 int main(int argc, char** argv) {
   using namespace lmx;
+  // First, before any thread exists: every thread started later blocks SIGINT / SIGTERM, and
+  // one of its own takes them (before the job starts, either exits 130).
+  signals::install_early();
   runtime::open_self();
   runtime::tune_allocator();
   runtime::flush_denormals();
-  signals::install_early();  // SIGTERM before the job starts exits 130, as SIGINT does
   CLI::App app{"lmx: train, evaluate and ablate small Transformer LMs on CPU or CUDA"};
   app.footer(components_footer());
   app.fallthrough();

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,7 +63,12 @@ int spawn_self(const std::vector<std::string>& args, const std::string& log_path
   }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  // The child starts with SIGINT / SIGTERM unblocked (this process blocks them in every
+  // thread, and exec keeps the mask); its own main blocks them again for its signal thread.
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
   posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, exec_path.c_str(), &actions, &attr, argv.data(), envp.data());

@@ -14,6 +14,7 @@
 
 #include "util/csv.h"
 #include "util/error.h"
+#include "util/signals.h"
 
 namespace lmx {
 
@@ -75,6 +76,7 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the data start 8-byte aligned
   const std::string tmp = path + ".tmp";
+  const signals::WriteGuard guard(tmp);  // a second Ctrl-C waits for the rename
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw RuntimeError(fmt::format("{}: cannot open for writing", tmp));

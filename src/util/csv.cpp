@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/signals.h"
 
 namespace lmx {
 
@@ -111,6 +112,7 @@ void write_file_atomic(const std::string& path, const std::string& text) {
   if (std::filesystem::is_directory(path, ec))
     throw InputError(fmt::format("{}: is a directory, cannot write a file there", path), "name a file");
   const std::string tmp = path + ".tmp";
+  const signals::WriteGuard guard(tmp);  // a second Ctrl-C waits for the rename
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f && errno == ENAMETOOLONG) throw InputError(fmt::format("{}: file name too long", path));
   if (!f) throw RuntimeError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
@@ -148,12 +150,14 @@ void rename_durably(const std::string& tmp, const std::string& path) {
 CsvAppender::CsvAppender(const std::string& path, const std::vector<std::string>& header, bool append)
     : path_(path) {
   if (append && std::filesystem::exists(path)) return;
+  const signals::WriteGuard guard;
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw RuntimeError(fmt::format("cannot write {}", path));
   out << csv_line(header);
 }
 
 void CsvAppender::row(const std::vector<std::string>& cells) {
+  const signals::WriteGuard guard;  // whole lines only, even on a second Ctrl-C
   std::ofstream out(path_, std::ios::app);
   out << csv_line(cells);
   out.flush();

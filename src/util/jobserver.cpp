@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/signals.h"
 
 namespace lmx {
 
@@ -56,8 +57,10 @@ bool Jobserver::try_acquire() {
 }
 
 void Jobserver::wait(int timeout_ms) {
-  pollfd p{fd_, POLLIN, 0};
-  poll(&p, 1, timeout_ms);
+  // The interrupt's descriptor too: SIGINT no longer interrupts poll (it is blocked in this
+  // thread and taken by the signal thread), so the first one must end the wait this way.
+  pollfd p[2] = {{fd_, POLLIN, 0}, {signals::wake_fd(), POLLIN, 0}};
+  poll(p, signals::wake_fd() >= 0 ? 2 : 1, timeout_ms);
 }
 
 void Jobserver::release() {

@@ -23,7 +23,7 @@ class Jobserver {
   ~Jobserver();  // gives back every slot still held
 
   bool try_acquire();           // takes a free slot if there is one now
-  void wait(int timeout_ms);    // until a slot may be free (or timeout_ms; -1: no limit; EINTR ends it)
+  void wait(int timeout_ms);    // until a slot may be free (or timeout_ms; -1: no limit; an interrupt ends it)
   void release();               // gives one held slot back
   int held() const { return held_; }
   const std::string& path() const { return path_; }

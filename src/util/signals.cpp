@@ -1,17 +1,49 @@
 #include "util/signals.h"
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace lmx::signals {
 
+// Why a thread of its own: a signal handler runs on the stack of whichever thread the kernel
+// picks, at that thread's stack pointer. oneDNN's JIT sgemm kernels run with rsp pointing into
+// heap memory (scripts/dev/signal_stack_probe.cpp: 295 of 2790 random signals during
+// dnnl_sgemm found rsp in [heap]), so a handler landing there writes its frame, and its message
+// array, over malloc's blocks: glibc's "corrupted size vs. prev_size" after Ctrl-C under load
+// (issue 26). SIGINT / SIGTERM are blocked in every thread started from main() on, and one
+// thread takes them with sigwait(), so no handler runs on a compute thread's stack.
+
 namespace {
 std::atomic<int> g_count{0};
+std::atomic<bool> g_installed{false};
 constexpr int kMaxChildren = 256;
 std::atomic<int> g_children[kMaxChildren];  // 0 = free slot
+int g_wake[2] = {-1, -1};                    // gets a byte at the first interrupt
+
+// Writes in progress (WriteGuard) and the .tmp files they may leave, so that a second signal
+// exits only between writes and removes what a write it waited too long for left behind.
+std::mutex g_write_mutex;
+std::condition_variable g_write_cv;
+int g_writes = 0;
+bool g_exiting = false;
+std::vector<std::string> g_tmp_files;
+
+void say(const char* msg, size_t n) { (void)!write(STDERR_FILENO, msg, n); }
+template <size_t N>
+void say(const char (&msg)[N]) {
+  say(msg, N - 1);
+}
 
 void forward(int sig) {
   for (auto& c : g_children) {
@@ -20,37 +52,70 @@ void forward(int sig) {
   }
 }
 
-void handler(int sig) {
-  forward(sig);
-  if (g_count.fetch_add(1) >= 1) {
-    const char msg[] = "\nlmx: second interrupt: exiting now (results written so far are intact)\n";
-    (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    _exit(130);
-  }
-  const char msg[] = "\nlmx: interrupt: finishing the current step, then saving (Ctrl-C again to quit now)\n";
-  (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
-}
-void early_handler(int) {
-  const char msg[] = "\nlmx: interrupt before the job started: exiting\n";
-  (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+// Exit 130 once no write is in progress (at most 2 s: a write stuck on a dead disk does not
+// keep Ctrl-C from working), holding the lock so that no new write starts.
+template <size_t N>
+[[noreturn]] void exit_now(const char (&msg)[N]) {
+  std::unique_lock<std::mutex> lock(g_write_mutex);
+  g_exiting = true;
+  g_write_cv.wait_for(lock, std::chrono::seconds(2), [] { return g_writes == 0; });
+  for (const auto& tmp : g_tmp_files) ::unlink(tmp.c_str());
+  say(msg);
   _exit(130);
+}
+
+void on_signal(int sig) {
+  forward(sig);
+  if (!g_installed.load()) exit_now("\nlmx: interrupt before the job started: exiting\n");
+  if (g_count.fetch_add(1) >= 1)
+    exit_now("\nlmx: second interrupt: exiting now (results written so far are intact)\n");
+  say("\nlmx: interrupt: finishing the current step, then saving (Ctrl-C again to quit now)\n");
+  const char byte = 1;
+  (void)!write(g_wake[1], &byte, 1);
+}
+
+pthread_t g_signal_thread;
+
+// Runs only on a thread that was started before main() and so does not block the signals
+// (OpenBLAS starts its pool in its library constructor): it hands the signal on to the signal
+// thread (pthread_kill is async-signal-safe), whose sigwait takes it. It also makes the
+// disposition something other than SIG_IGN: a shell starts background jobs with SIGINT
+// ignored, and an ignored signal is discarded before sigwait could take it.
+void relay(int sig) { pthread_kill(g_signal_thread, sig); }
+
+void start() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    // In the calling thread (main, before any pool exists); every thread started later
+    // (OpenMP, oneDNN, Gloo, this one) inherits the mask.
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) g_wake[0] = g_wake[1] = -1;
+    std::thread waiter([set] {
+      for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) == 0) on_signal(sig);
+      }
+    });
+    g_signal_thread = waiter.native_handle();
+    waiter.detach();
+    struct sigaction sa {};
+    sa.sa_handler = relay;
+    sa.sa_mask = set;  // no nesting while relaying
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+  });
 }
 }  // namespace
 
-void install_early() {
-  struct sigaction sa {};
-  sa.sa_handler = early_handler;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
+void install_early() { start(); }
 
 void install() {
-  struct sigaction sa {};
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  start();
+  g_installed = true;
 }
 
 bool interrupted() { return g_count.load() > 0; }
@@ -58,6 +123,8 @@ bool interrupted() { return g_count.load() > 0; }
 void reset() { g_count = 0; }
 
 void raise_interrupt() { g_count.fetch_add(1); }
+
+int wake_fd() { return g_wake[0]; }
 
 void add_child(int pid) {
   for (auto& c : g_children) {
@@ -71,6 +138,25 @@ void remove_child(int pid) {
     int expected = pid;
     if (c.compare_exchange_strong(expected, 0)) return;
   }
+}
+
+WriteGuard::WriteGuard(std::string tmp) : tmp_(std::move(tmp)) {
+  std::unique_lock<std::mutex> lock(g_write_mutex);
+  g_write_cv.wait(lock, [] { return !g_exiting; });  // exiting: this write never starts
+  ++g_writes;
+  if (!tmp_.empty()) g_tmp_files.push_back(tmp_);
+}
+
+WriteGuard::~WriteGuard() {
+  std::lock_guard<std::mutex> lock(g_write_mutex);
+  --g_writes;
+  if (!tmp_.empty())
+    for (auto it = g_tmp_files.begin(); it != g_tmp_files.end(); ++it)
+      if (*it == tmp_) {
+        g_tmp_files.erase(it);
+        break;
+      }
+  g_write_cv.notify_all();
 }
 
 }  // namespace lmx::signals

@@ -2,19 +2,42 @@
 // then checkpoints and writes its results); a second one exits at once with code 130.
 // Child processes registered with add_child (sweep runs, in their own process group so a
 // terminal's Ctrl-C reaches only the parent) get every signal forwarded.
+//
+// The signals are blocked in every thread and taken by one thread of their own (sigwait), so
+// no handler ever runs on a compute thread's stack (signals.cpp says why that matters).
 #pragma once
+
+#include <string>
 
 namespace lmx::signals {
 
 void install();        // idempotent
 // Until install(): SIGINT and SIGTERM end the process at once with exit code 130 (nothing is
 // being written that an atomic write would not protect), so both read the same to a caller.
+// Call first thing in main, before any other thread exists: threads inherit the mask.
 void install_early();
 bool interrupted();    // a first signal has arrived
 void reset();          // for tests
 void raise_interrupt();  // fault injection: as if a first signal had arrived (no message)
+// A descriptor that becomes readable at the first signal (poll it beside a blocking wait);
+// -1 before install_early / install.
+int wake_fd();
 
 void add_child(int pid);     // forward SIGINT / SIGTERM to this process
 void remove_child(int pid);
+
+// Held around every result or checkpoint write: a second signal exits only when no write is
+// in progress (waiting at most 2 s), and removes `tmp` (the write's temporary file) if the
+// write is still going then. So an interrupt never leaves a half line or a .tmp file behind.
+class WriteGuard {
+ public:
+  explicit WriteGuard(std::string tmp = "");
+  ~WriteGuard();
+  WriteGuard(const WriteGuard&) = delete;
+  WriteGuard& operator=(const WriteGuard&) = delete;
+
+ private:
+  std::string tmp_;
+};
 
 }  // namespace lmx::signals
