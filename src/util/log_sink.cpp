@@ -49,9 +49,11 @@ void write(int level, const std::string& text) {
     s.console = make("lmx", sink, "%^%L%$ %H:%M:%S %v");
   }
   const auto l = to_spdlog(level);
-  s.console->log(l, text);
+  // One time stamp for every sink: a line never reads 12:00:00 on stderr and 12:00:01 in a file.
+  const auto now = spdlog::log_clock::now();
+  s.console->log(now, spdlog::source_loc{}, l, text);
   for (auto* f : {&s.log_file, &s.run_file})
-    if (*f) (*f)->log(l, text);
+    if (*f) (*f)->log(now, spdlog::source_loc{}, l, text);
 }
 
 std::string open_file(const std::string& path, bool run_folder) {
