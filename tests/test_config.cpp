@@ -170,6 +170,14 @@ TEST_CASE("the CLI exits 2 with one line for bad input", "[config][cli]") {
   CHECK(r.code == 2);
   CHECK(r.output.find("bad.yaml:2:3") != std::string::npos);
   CHECK(r.output.find("n_heads") != std::string::npos);
+  // A file name component longer than the file system allows (255 bytes on ext4): one line, exit 2.
+  for (const std::string key : {"data.text_path", "data.grammar", "data.tokenizer_model"}) {
+    auto longname = lmx::test::run_lmx("config show configs/llama.yaml --set " + key + "=" + dir.file(std::string(300, 'x')));
+    INFO(longname.output);
+    CHECK(longname.code == 2);
+    CHECK(longname.output.find(key + ": the file name component") != std::string::npos);
+    CHECK(std::count(longname.output.begin(), longname.output.end(), '\n') <= 2);  // error + hint
+  }
   CHECK(lmx::test::run_lmx("--device cuda --version").code == 2);
   CHECK(lmx::test::run_lmx("frobnicate").code == 2);
   auto v = lmx::test::run_lmx("--version");

@@ -99,6 +99,11 @@ TEST_CASE("corrupt and truncated safetensors files are InputErrors that say what
                  "overlap");
   expect_corrupt(raw_file(dir, "fields.safetensors", R"({"w":{"dtype":"F32"}})", 0), "lacks");
   expect_corrupt(raw_file(dir, "meta.safetensors", R"({"__metadata__":{"a":1}})", 0), "not a string");
+  // A tensor named twice (JSON keeps only one of them): refused, not loaded.
+  expect_corrupt(raw_file(dir, "twice.safetensors",
+                          R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                          8),
+                 "names 'w' twice");
   expect_corrupt(dir.file("missing.safetensors"), "cannot open");
 }
 

@@ -239,6 +239,17 @@ TEST_CASE("lmx train: 30-step smoke run of every preset, summary and refusal to 
     CHECK(again.code == 2);
     CHECK(again.output.find("not empty") != std::string::npos);
   }
+  // eval --by-position: a range that no test document reaches has no mean: refused, nothing written.
+  const std::string ckpt = (dir.path / "llama" / "seed0" / "model.safetensors").string();
+  auto ok = lmx::test::run_lmx("-q eval '" + ckpt + "' --by-position 0,8 --csv '" + dir.file("pos.csv") + "'");
+  INFO(ok.output);
+  CHECK(ok.code == 0);
+  CHECK(ok.output.find("8-end") != std::string::npos);
+  auto past = lmx::test::run_lmx("-q eval '" + ckpt + "' --by-position 0,100000 --csv '" + dir.file("past.csv") + "'");
+  INFO(past.output);
+  CHECK(past.code == 2);
+  CHECK(past.output.find("--by-position 0,100000: no test target at positions 100000 or later") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("past.csv")));
 }
 
 TEST_CASE("lmx train exits 1 when every seed diverged and 0 when one finished", "[train][cli]") {

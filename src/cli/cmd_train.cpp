@@ -293,6 +293,11 @@ void add_train_commands(CLI::App& app, Globals& g) {
                                      ck.config.model.max_seq_len));
       if (!ea->by_position.empty()) opt.by_position = parse_int_list("--by-position", ea->by_position);
       EvalResult r = evaluate(model, corpus, opt);
+      for (const auto& range : r.ranges)  // a mean over no token is no number: refuse the range
+        if (range.tokens == 0)
+          throw InputError(fmt::format("--by-position {}: no {} target at positions {}{}", ea->by_position, ea->split,
+                                       range.lo, range.hi < 0 ? " or later" : fmt::format("-{}", range.hi - 1)),
+                           "give range starts that the split's rows reach (lmx data stats shows document lengths)");
       Table t;
       t.header = {"split", "layout", "tokens", "loss", "ppl", "true_nll", "true_ppl", "far_pronoun_acc",
                   "far_sites", "near_pronoun_acc", "near_sites"};

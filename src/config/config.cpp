@@ -3,7 +3,10 @@
 #include <yaml-cpp/yaml.h>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -168,6 +171,24 @@ void check(bool ok, const Config& cfg, const std::string& message, const std::st
   if (!ok) throw InputError(fmt::format("{}: {}", cfg.source.empty() ? "config" : cfg.source, message), hint);
 }
 
+// A file name the file system cannot hold: a component longer than the limit of the nearest
+// existing directory (pathconf NAME_MAX: 255 bytes on ext4), or more than PATH_MAX in all.
+void check_path_length(const Config& cfg, const std::string& key, const std::string& path) {
+  check(path.size() < PATH_MAX, cfg, fmt::format("{} is {} bytes long; paths are at most {}", key, path.size(), PATH_MAX - 1));
+  fs::path existing = fs::path(path).parent_path();
+  std::error_code ec;
+  while (!existing.empty() && !fs::is_directory(existing, ec)) existing = existing.parent_path();
+  const long limit = pathconf(existing.empty() ? "." : existing.c_str(), _PC_NAME_MAX);
+  const size_t name_max = limit > 0 ? static_cast<size_t>(limit) : 255;
+  for (const auto& part : fs::path(path)) {
+    const std::string name = part.string();
+    check(name.size() <= name_max, cfg,
+          fmt::format("{}: the file name component '{}...' is {} bytes; this file system allows {}", key,
+                      name.substr(0, 24), name.size(), name_max),
+          "use a shorter file or directory name");
+  }
+}
+
 }  // namespace
 
 void apply_override(Config& cfg, const std::string& assignment) {
@@ -267,6 +288,9 @@ void validate(const Config& cfg) {
   check(d.tokenizer == "bytes" || d.kind == "text", cfg,
         fmt::format("data.tokenizer is {} but data.kind is {} (subword tokenizers are for text)", d.tokenizer, d.kind));
   check(d.val_fraction + d.test_fraction < 1, cfg, "data.val_fraction + data.test_fraction must be < 1");
+  check_path_length(cfg, "data.grammar", d.grammar);
+  check_path_length(cfg, "data.text_path", d.text_path);
+  check_path_length(cfg, "data.tokenizer_model", d.tokenizer_model);
   if (m.d_ff == 0) {  // d_ff auto must fit an int (the gated width is never larger)
     try {
       m.ffn_hidden(false);

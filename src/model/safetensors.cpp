@@ -119,11 +119,25 @@ SafetensorsFile read_safetensors(const std::string& path) {
     throw bad(fmt::format("header length {} at offset 0 runs past the end of the file ({} bytes)", header_len,
                           bytes.size()));
   nlohmann::json header;
+  // nlohmann keeps the last of two equal keys: a tensor named twice would load one of them
+  // silently. Each object's keys are collected while parsing, so a repeat is an error.
+  std::vector<std::set<std::string>> keys;
+  std::string repeated;
+  auto unique_keys = [&keys, &repeated](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) keys.emplace_back();
+    else if (event == E::object_end) keys.pop_back();
+    else if (event == E::key && !keys.back().insert(parsed.get<std::string>()).second && repeated.empty())
+      repeated = parsed.get<std::string>();
+    return true;
+  };
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
+    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len),
+                                   unique_keys);
   } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (number overflow), ...
     throw bad(fmt::format("JSON header (bytes 8..{}) does not parse: {}", 8 + header_len, e.what()));
   }
+  if (!repeated.empty()) throw bad(fmt::format("the JSON header names '{}' twice", repeated));
   if (!header.is_object()) throw bad("JSON header is not an object");
   const uint64_t data_start = 8 + header_len;
   const uint64_t data_len = bytes.size() - data_start;
