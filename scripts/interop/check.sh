@@ -5,8 +5,9 @@
 # --reference`, then scripts/interop/check.mjs loads the GGUF in llama.cpp (node-llama-cpp
 # 3.21.1's prebuilt CPU binaries, F32 KV cache, no flash attention) and checks: next-token
 # probabilities within 1e-4 of lmx's on held-out sequences, 64 identical greedy tokens,
-# llama.cpp's tokenization of a test text (the text models), and the HF folder's tokenizer.json
-# with Hugging Face's Rust tokenizers library (@anush008/tokenizers 0.6.0).
+# llama.cpp's tokenization of a test text (the text models), the HF folder's tokenizer.json
+# with Hugging Face's Rust tokenizers library (@anush008/tokenizers 0.6.0), and a negative control
+# (the garden GGUF with q/k rows not permuted must disagree).
 #   scripts/interop/check.sh [PATH/TO/lmx]     (default build/lmx; builds nothing)
 # npm packages: pinned in package-lock.json, installed into scripts/interop/node_modules (ignored).
 # Exit 0 when everything agrees; 1 when something differs; a skip line (exit 0) only without npm.
@@ -44,7 +45,7 @@ check_model() {
 # 1. The llama preset on the garden language (words: usable by id in llama.cpp, not as text).
 printf 'extends: %s\ndata:\n  train_docs: 2000\n  val_docs: 50\n  test_docs: 50\n' \
   "$root/configs/llama.yaml" > "$work/garden.yaml"
-check_model garden "$work/garden.yaml" 150
+check_model garden "$work/garden.yaml" 150 --control
 
 # 2. Text (deterministic, a few non-ASCII words): SentencePiece BPE with byte pieces, and bytes.
 awk 'BEGIN { srand(7); n = split("the garden gardener waters a rose roses tulip every morning café naïve bee " \
