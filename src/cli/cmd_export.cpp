@@ -58,6 +58,10 @@ void add_export_command(CLI::App& app, Globals& g) {
       if (!a->gguf.empty()) {
         export_gguf(ck, vocab, a->gguf, a->gguf_type);
         log::info("export", "{} -> {} (GGUF, {})", a->checkpoint, a->gguf, a->gguf_type);
+        if (vocab.spm_type == "unigram")
+          log::warn("export", "{}: a SentencePiece unigram model: llama.cpp splits text by its BPE-style merge, so "
+                    "its ids for a text can differ from lmx's (by id the model is the same; a bpe tokenizer "
+                    "tokenizes identically)", a->gguf);
       }
       if (!a->hf.empty()) {
         export_hf_llama(ck, a->hf, &corpus.vocab);
