@@ -33,14 +33,23 @@ void put_string(std::string& out, const std::string& s) {
 // The metadata section, built key by key.
 class Metadata {
  public:
-  void u32(const std::string& key, uint64_t v) {
-    if (v > UINT32_MAX) throw RuntimeError(fmt::format("GGUF: {} = {} does not fit a u32", key, v));
+  void u32(const std::string& key, int64_t v) {
+    if (v < 0 || v > UINT32_MAX) throw RuntimeError(fmt::format("GGUF: {} = {} does not fit a u32", key, v));
     head(key, kU32);
     put<uint32_t>(bytes_, static_cast<uint32_t>(v));
   }
-  void f32(const std::string& key, double v) { head(key, kF32), put<float>(bytes_, static_cast<float>(v)); }
-  void boolean(const std::string& key, bool v) { head(key, kBool), put<uint8_t>(bytes_, v ? 1 : 0); }
-  void string(const std::string& key, const std::string& v) { head(key, kString), put_string(bytes_, v); }
+  void f32(const std::string& key, double v) {
+    head(key, kF32);
+    put<float>(bytes_, static_cast<float>(v));
+  }
+  void boolean(const std::string& key, bool v) {
+    head(key, kBool);
+    put<uint8_t>(bytes_, v ? 1 : 0);
+  }
+  void string(const std::string& key, const std::string& v) {
+    head(key, kString);
+    put_string(bytes_, v);
+  }
   void strings(const std::string& key, const std::vector<std::string>& v) {
     array(key, kString, v.size());
     for (const auto& s : v) put_string(bytes_, s);
