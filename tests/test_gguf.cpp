@@ -13,11 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "data/text.h"
 #include "data/tokenizer.h"
 #include "helpers.h"
 #include "llama_config.h"
 #include "model/checkpoint.h"
 #include "model/gguf.h"
+#include "model/hf_llama.h"
 #include "util/error.h"
 
 using namespace lmx;
@@ -337,4 +339,34 @@ TEST_CASE("lmx export --gguf carries a SentencePiece model's pieces, scores and 
   CHECK(g.at("tokenizer.ggml.scores")[300 - 1].get<double>() < g.at("tokenizer.ggml.scores")[261].get<double>());
   CHECK(g.at("tokenizer.ggml.bos_token_id") == tok->bos());
   CHECK(g.at("tokenizer.ggml.padding_token_id") == tok->pad());
+}
+
+TEST_CASE("a byte vocabulary: llama.cpp pieces that split text into bytes, GPT-2's byte alphabet for HF",
+          "[model][gguf][hf]") {
+  const data::Vocab bytes = data::byte_vocab();
+  const GgufVocab g = gguf_vocab(bytes);
+  REQUIRE(g.tokens.size() == 259u);
+  CHECK(g.model == "llama");
+  CHECK(g.tokens[' '] == "\xe2\x96\x81");  // ▁, what llama.cpp's tokenizer writes for a space
+  CHECK(g.tokens['A'] == "A");
+  CHECK(g.types['A'] == 1);
+  CHECK(g.tokens['\n'] == "<0x0A>");
+  CHECK(g.types['\n'] == 6);
+  CHECK(g.tokens[0xc3] == "<0xC3>");
+  CHECK(g.tokens[257] == "<bos>");
+  CHECK(g.types[257] == 3);
+  CHECK(g.bos == 257);
+  TempDir dir;
+  write_hf_tokenizer(bytes, dir.path.string(), 64);
+  const auto vocab = nlohmann::json::parse(lmx::test::read_file(dir.file("tokenizer.json")))["model"]["vocab"];
+  REQUIRE(vocab.size() == 259u);
+  // GPT-2's bytes_to_unicode (openai/gpt-2 encoder.py): printable Latin-1 as itself, the rest from U+0100 on
+  CHECK(vocab["A"] == 'A');
+  CHECK(vocab["\xc4\x80"] == 0);     // Ā U+0100
+  CHECK(vocab["\xc4\x8a"] == '\n');  // Ċ U+010A
+  CHECK(vocab["\xc4\xa0"] == ' ');   // Ġ U+0120
+  CHECK(vocab["\xc4\xa1"] == 0x7f);  // ġ U+0121
+  CHECK(vocab["\xc5\x83"] == 0xad);  // Ń U+0143
+  CHECK(vocab["\xc3\xa9"] == 0xe9);  // é stands for itself
+  CHECK(vocab["<eos>"] == 258);
 }
