@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cli/app.h"
+#include "cli/common.h"
 #include "cli/export_reference.h"
 #include "data/corpus.h"
 #include "model/checkpoint.h"
@@ -38,13 +39,7 @@ void add_export_command(CLI::App& app, Globals& g) {
       Checkpoint ck = read_checkpoint(a->checkpoint);
       data::Corpus corpus = data::load_corpus(ck.config.data);
       ck.config = resolve_for_corpus(ck.config, corpus);  // the vocabulary fits the model
-      const auto trained_with = ck.metadata.find("tokenizer_hash");
-      if (corpus.vocab.tokenizer && trained_with != ck.metadata.end() &&
-          trained_with->second != corpus.vocab.tokenizer->hash())
-        throw InputError(fmt::format("{}: {} is not the tokenizer the checkpoint was trained with (hash {}, now {})",
-                                     ck.path, corpus.vocab.tokenizer->path(), trained_with->second,
-                                     corpus.vocab.tokenizer->hash()),
-                         "restore the tokenizer model the run was trained with");
+      check_tokenizer(ck, corpus);
       // Everything that can refuse is checked before the first file is written.
       const std::string blocker = hf_llama_blocker(ck.config.model);
       if (!blocker.empty() && !(a->hf.empty() && a->gguf.empty()))

@@ -111,17 +111,6 @@ bool result_matches(const std::string& result_csv, const std::string& status, co
   }
 }
 
-// The tokenizer file the checkpoint was trained with must be the one the corpus loaded.
-void check_tokenizer(const Checkpoint& ck, const data::Corpus& corpus) {
-  auto it = ck.metadata.find("tokenizer_hash");
-  if (it == ck.metadata.end() || !corpus.vocab.tokenizer) return;
-  if (it->second != corpus.vocab.tokenizer->hash())
-    throw InputError(fmt::format("{}: the tokenizer file {} has changed since the checkpoint was written (hash {}, "
-                                 "now {})", ck.path, corpus.vocab.tokenizer->path(), it->second,
-                                 corpus.vocab.tokenizer->hash()),
-                     "restore the tokenizer model the run was trained with");
-}
-
 }  // namespace
 
 void add_train_commands(CLI::App& app, Globals& g) {

@@ -15,6 +15,9 @@
 #include <sstream>
 
 #include "config/fields.h"
+#include "data/corpus.h"
+#include "data/tokenizer.h"
+#include "model/checkpoint.h"
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/log_sink.h"
@@ -161,6 +164,16 @@ std::string sweep_out_dir(const std::string& resume, const std::string& out, con
   check_writable(resume);
   open_folder_log(resume);
   return resume;
+}
+
+void check_tokenizer(const Checkpoint& ck, const data::Corpus& corpus) {
+  auto it = ck.metadata.find("tokenizer_hash");
+  if (it == ck.metadata.end() || !corpus.vocab.tokenizer) return;
+  if (it->second != corpus.vocab.tokenizer->hash())
+    throw InputError(fmt::format("{}: the tokenizer file {} has changed since the checkpoint was written (hash {}, "
+                                 "now {})", ck.path, corpus.vocab.tokenizer->path(), it->second,
+                                 corpus.vocab.tokenizer->hash()),
+                     "restore the tokenizer model the run was trained with");
 }
 
 }  // namespace lmx::cli

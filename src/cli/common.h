@@ -1,10 +1,21 @@
-// Helpers shared by the verbs that run jobs: seeds, output directories.
+// Helpers shared by the verbs: seeds, output directories, the tokenizer a checkpoint was trained with.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+namespace lmx {
+struct Checkpoint;  // model/checkpoint.h
+namespace data {
+struct Corpus;  // data/corpus.h
+}
+}  // namespace lmx
+
 namespace lmx::cli {
+
+// InputError (exit 2) when the checkpoint records a tokenizer file (tokenizer_hash) other than
+// the one the corpus loaded (a SentencePiece model changed since training).
+void check_tokenizer(const Checkpoint& ck, const data::Corpus& corpus);
 
 // "a,b,c" -> {a, b, c} (empty items dropped).
 std::vector<std::string> parse_list(const std::string& list);
