@@ -368,7 +368,7 @@ TEST_CASE("a pronoun site counts the other-gender nouns between its subject and 
   CHECK(with < sites);
 }
 
-TEST_CASE("far-site buckets: distance (W, 10], [11, 20], 21+; intervening 0, 1, 2+", "[data][pronoun]") {
+TEST_CASE("far-site buckets: distance W+1 to 10, 11 to 20, 21+, intervening 0, 1, 2+", "[data][pronoun]") {
   PronounAccuracy acc;
   const int W = 5;
   for (int d : {3, 6, 10, 11, 20, 21, 40}) acc.add(PronounSite{50, d, 7, d % 4}, /*correct=*/d != 20, W);
