@@ -2,6 +2,7 @@
 // it as a separate process to signal (interrupt and resume tests).
 #pragma once
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,6 +97,10 @@ inline size_t lines(const std::string& path) {
 inline pid_t spawn_lmx(const std::vector<std::string>& args, const std::string& log) {
   const pid_t pid = fork();
   if (pid == 0) {
+    // Not Catch's handlers: a signal before the exec must not make this copy of the test
+    // binary report a failure of its own.
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
@@ -116,14 +121,33 @@ inline int wait_exit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// Waits until `path` has at least n lines (or the process ended); false on timeout / exit.
-inline bool wait_for_lines(const std::string& path, size_t n, pid_t pid, double timeout_s = 120) {
+// Waits until `path` has at least n lines (or the process ended); false on timeout / exit. The
+// limit is ctest's per-test one: a loaded machine is slow, not stuck.
+inline bool wait_for_lines(const std::string& path, size_t n, pid_t pid, double timeout_s = 600) {
   const auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < timeout_s) {
     if (std::filesystem::exists(path) && lines(path) >= n) return true;
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Waits until lmx's main() has set up its signal handling (after the exec, which resets the
+// test binary's: the executable is lmx and SigCgt has SIGTERM); false on timeout.
+inline bool wait_for_signal_setup(pid_t pid, double timeout_s = 600) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string proc = "/proc/" + std::to_string(pid);
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < timeout_s) {
+    std::error_code ec;
+    const bool exec_done = std::filesystem::equivalent(std::filesystem::read_symlink(proc + "/exe", ec), LMX_BINARY, ec);
+    std::ifstream st(proc + "/status");
+    std::string line;
+    while (exec_done && std::getline(st, line))
+      if (line.rfind("SigCgt:", 0) == 0 && ((std::stoull(line.substr(7), nullptr, 16) >> (SIGTERM - 1)) & 1))
+        return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return false;
 }

@@ -13,6 +13,7 @@
 
 #include "cli/common.h"
 #include "data/corpus.h"
+#include "checkpoint_helpers.h"
 #include "helpers.h"
 #include "model/checkpoint.h"
 #include "model/memory.h"
@@ -27,6 +28,7 @@ using namespace lmx;
 using lmx::test::TempDir;
 using lmx::test::metrics_without_speed;
 using lmx::test::read_file;
+using lmx::test::require_same_weights;
 using lmx::test::lines;
 using lmx::test::spawn_lmx;
 using lmx::test::split_args;
@@ -47,20 +49,6 @@ const data::Corpus& resume_corpus() {
   return corpus;
 }
 
-// Every model parameter of two checkpoints bitwise equal.
-void require_same_weights(const std::string& a, const std::string& b) {
-  Checkpoint ca = read_checkpoint(a), cb = read_checkpoint(b);
-  std::map<std::string, torch::Tensor> tb(cb.tensors.begin(), cb.tensors.end());
-  int compared = 0;
-  for (const auto& [name, t] : ca.tensors) {
-    if (name.rfind("model.", 0) != 0 && name.rfind("lm_head", 0) != 0) continue;
-    INFO(name);
-    REQUIRE(tb.count(name));
-    CHECK(torch::equal(t, tb.at(name)));
-    ++compared;
-  }
-  CHECK(compared > 0);
-}
 
 bool has_optimizer_state(const Checkpoint& ck) {
   std::set<std::string> names;
@@ -475,20 +463,7 @@ TEST_CASE("SIGTERM before the first step exits 130, as SIGINT does", "[resume][c
   const pid_t pid = spawn_lmx({"train", "configs/textbook.yaml", "--set", "data.train_docs=2000000", "--out",
                                dir.file("out")},
                               dir.file("log"));
-  // Wait until lmx's main() has installed its handlers (after the exec, which resets the test
-  // binary's: the executable is lmx and SigCgt has SIGTERM), then signal.
-  bool ready = false;
-  for (int i = 0; i < 2000 && !ready; ++i) {
-    std::error_code ec;
-    const bool exec_done = fs::equivalent(fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec), LMX_BINARY, ec);
-    std::ifstream st("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(st, line))
-      if (line.rfind("SigCgt:", 0) == 0)
-        ready = exec_done && ((std::stoull(line.substr(7), nullptr, 16) >> (SIGTERM - 1)) & 1);
-    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  REQUIRE(ready);
+  REQUIRE(lmx::test::wait_for_signal_setup(pid));
   kill(pid, SIGTERM);
   CHECK(wait_exit(pid) == 130);
   INFO(read_file(dir.file("log")));

@@ -170,8 +170,10 @@ TEST_CASE("a sweep starts its runs from the binary it started as, even once that
   const std::string d = dir.path.string();
   auto r = lmx::test::run_shell(
       "cd '" + d + "' && cp '" + LMX_BINARY + "' '" + copy + "' && mkfifo slots && exec 3<>slots && " +
-      "{ LMX_JOBSERVER=slots '" + copy + "' -q --threads 1 sweep '" + spec + "' --out out > sweep.log 2>&1 & } && " +
-      "pid=$! && sleep 2 && rm '" + copy + "' && echo 'not lmx' > '" + copy + "' && printf x >&3 && " +
+      "{ LMX_JOBSERVER=slots '" + copy + "' --threads 1 sweep '" + spec + "' --out out > sweep.log 2>&1 & } && " +
+      // The event, not a sleep: the sweep logs its job slots once it runs (its binary open).
+      "pid=$! && for i in $(seq 6000); do grep -q 'sharing job slots' sweep.log && break; sleep 0.01; done && " +
+      "rm '" + copy + "' && echo 'not lmx' > '" + copy + "' && printf x >&3 && " +
       "{ wait $pid; echo rc=$?; rm -f '" + copy + "'; cat sweep.log; }");
   INFO(r.output);
   CHECK(r.output.find("rc=0") != std::string::npos);
