@@ -330,7 +330,7 @@ TEST_CASE("sharded sweeps merge into the summary of one sweep", "[dist][sweep]")
   Table a = read_csv(dir.file("whole/summary.csv")), b = read_csv(dir.file("merged/summary.csv"));
   REQUIRE(a.header == b.header);
   REQUIRE(a.rows.size() == b.rows.size());
-  REQUIRE(a.rows.size() == 6 + 3 * 4);  // 6 runs, then mean/std/min/max per point
+  REQUIRE(a.rows.size() == 6 + 3 * 6);  // 6 runs, then mean/std/min/max/ci95_lo/ci95_hi per point
   for (size_t i = 0; i < a.rows.size(); ++i)
     for (size_t c = 0; c < a.header.size(); ++c) {
       const std::string& h = a.header[c];

@@ -174,7 +174,8 @@ TEST_CASE("probe gradnorm: one row per layer, matching a direct backward pass", 
   cfg.data.train_docs = cfg.data.val_docs = cfg.data.test_docs = 32;
   data::Corpus corpus = data::load_corpus(cfg.data);
   cfg = resolve_for_corpus(cfg, corpus);
-  auto rows = data::make_rows(corpus.train, data::Layout::Doc, cfg.data.seq_len, corpus.vocab.eos);
+  // Rows as the probe and training cut them: whole documents up to the model's context.
+  auto rows = data::make_rows(corpus.train, data::Layout::Doc, data::train_row_len(cfg), corpus.vocab.eos);
   auto batch = data::eval_batches(rows, static_cast<int>(rows.rows.size()), corpus.vocab.pad).at(0);
   torch::manual_seed(0);
   ModernLM model(cfg.model);

@@ -285,8 +285,9 @@ RunResult train_run(const Config& cfg_in, const data::Corpus& corpus, const RunO
   val_opt.trained_len = test_opt.trained_len = trained_positions(cfg, corpus);  // doc layout
   for (data::Split s : {data::Split::Val, data::Split::Test})
     if (int64_t n = targets_beyond(corpus.split(s), val_opt.trained_len))
-      log::warn("train", "{} {} targets lie at positions >= {}, which no training row reaches: kept out of its "
-                "loss and reported apart (summary.csv: test_untrained_*)", n, data::split_name(s), val_opt.trained_len);
+      log::warn("train", "{} {} targets lie at positions >= {}, which no training row reaches: kept out of its loss "
+                "({})", n, data::split_name(s), val_opt.trained_len,
+                s == data::Split::Test ? "reported apart: summary.csv test_untrained_*" : "and out of val ppl");
 
   // Writes the checkpoint; with optimizer state when the run can be continued from it.
   auto checkpoint = [&](const std::string& status, double train_seconds) {
