@@ -49,7 +49,7 @@ TEST_CASE("the presets train every position their evaluation scores", "[data][po
   }
 }
 
-TEST_CASE("doc rows are cut only at the model's context; packed rows at data.seq_len", "[data][positions]") {
+TEST_CASE("doc rows are cut only at the model's context, packed rows at data.seq_len", "[data][positions]") {
   Config cfg;
   cfg.model.max_seq_len = 8;
   cfg.data.seq_len = 3;
