@@ -1,13 +1,39 @@
 #!/usr/bin/env bash
 # Bootstraps (packages + build), runs the whole test suite with CTest, then the lecture
 # scripts in --quick mode as a smoke test (every section end to end, tiny steps, 1 seed;
-# outputs under runs/lecture-quick/). LMX_SKIP_LECTURE=1 skips the smoke test.
+# outputs under runs/lecture-quick/) and the interop check (llama.cpp and HF tokenizers read our
+# exports). LMX_SANITIZE=1 also runs the suite under AddressSanitizer + UBSan
+# (scripts/sanitize.sh asan; not yet in CI: see README, Reliability).
+#   scripts/test.sh [ctest arguments]
+#   scripts/test.sh --stress [ROUNDS]   the suite ROUNDS times (default 5) under ctest -j4 with two
+#                                       CPU-bound processes beside it; stops at the first failure
+# LMX_SKIP_LECTURE=1, LMX_SKIP_INTEROP=1 skip those parts.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/bootstrap.sh" --all
 cd "$root/build"
-ctest --output-on-failure -j"$(nproc 2>/dev/null || echo 2)" "$@"
+jobs="$(nproc 2>/dev/null || echo 2)"
+
+if [[ "${1:-}" == "--stress" ]]; then
+  rounds="${2:-5}"
+  for _ in 1 2; do (while :; do :; done) & done
+  trap 'kill $(jobs -p) 2>/dev/null' EXIT
+  for ((i = 1; i <= rounds; i++)); do
+    echo "[test] stress round $i of $rounds: ctest -j4 beside two busy processes" >&2
+    ctest --output-on-failure -j4 || { echo "[test] stress round $i failed" >&2; exit 1; }
+  done
+  echo "[test] $rounds stress rounds passed" >&2
+  exit 0
+fi
+
+ctest --output-on-failure -j"$jobs" "$@"
 if [[ "${LMX_SKIP_LECTURE:-0}" != 1 ]]; then
   "$root/scripts/lecture/all.sh" --quick
   "$root/scripts/lecture/report.sh" --results "$root/runs/lecture-quick/results" --out "$root/runs/lecture-quick/RESULTS.md"
+fi
+if [[ "${LMX_SKIP_INTEROP:-0}" != 1 && -x "$root/scripts/interop/check.sh" ]]; then
+  "$root/scripts/interop/check.sh" "$root/build/lmx"
+fi
+if [[ "${LMX_SANITIZE:-0}" == 1 ]]; then
+  "$root/scripts/sanitize.sh" asan
 fi
