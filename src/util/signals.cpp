@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -39,11 +40,7 @@ int g_writes = 0;
 bool g_exiting = false;
 std::vector<std::string> g_tmp_files;
 
-void say(const char* msg, size_t n) { (void)!write(STDERR_FILENO, msg, n); }
-template <size_t N>
-void say(const char (&msg)[N]) {
-  say(msg, N - 1);
-}
+void say(const char* msg) { (void)!write(STDERR_FILENO, msg, std::strlen(msg)); }
 
 void forward(int sig) {
   for (auto& c : g_children) {
@@ -54,8 +51,7 @@ void forward(int sig) {
 
 // Exit 130 once no write is in progress (at most 2 s: a write stuck on a dead disk does not
 // keep Ctrl-C from working), holding the lock so that no new write starts.
-template <size_t N>
-[[noreturn]] void exit_now(const char (&msg)[N]) {
+[[noreturn]] void exit_now(const char* msg) {
   std::unique_lock<std::mutex> lock(g_write_mutex);
   g_exiting = true;
   g_write_cv.wait_for(lock, std::chrono::seconds(2), [] { return g_writes == 0; });
