@@ -72,7 +72,14 @@ lecture_done() {
     # (other than results/ and docs/RESULTS.md, which the lecture scripts write themselves).
     local src
     src="$(cd "$(dirname "$LMX")/.." && pwd)"
-    echo "commit: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet HEAD -- . ':!results' ':!docs/RESULTS.md' 2>/dev/null || echo +dirty)"
+    # (A binary outside a git tree, e.g. LMX_BIN=/tmp/x/lmx: "unknown".)
+    local commit
+    if commit="$(git -C "$src" rev-parse --short HEAD 2> /dev/null)"; then
+      git -C "$src" diff --quiet HEAD -- . ':!results' ':!docs/RESULTS.md' 2> /dev/null || commit+="+dirty"
+    else
+      commit=unknown
+    fi
+    echo "commit: $commit"
   } > "$R/wall_time.txt"
   echo "== $SECTION done in ${SECONDS}s" >&2
 }
