@@ -4,7 +4,7 @@
 # Tables: kv_table (real models, BF16), kv_decode (cache vs recompute, cache sizes),
 # mla (absorption, RoPE, decoupled RoPE), uptrain (MHA -> GQA/MQA by mean / first /
 # random K,V init, after conversion, +5% and +20% of the budget, and from scratch),
-# uptrain_sources (mean vs first on three source models).
+# uptrain_sources (mean vs first on five source models).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 03_attention "$@"
 
@@ -44,7 +44,7 @@ in_parallel slot uptrain_source 4
 wait_all
 { cat "$RUNS/uptrain-kv2/uptrain.csv"; tail -n +3 "$RUNS/uptrain-kv1/uptrain.csv"; } > "$R/uptrain.csv"
 csv_md "$R/uptrain.csv" > "$R/uptrain.md"
-# The mean / first rows of the three source models (column source = the source model's seed).
+# The mean / first rows of the five source models (column source = the source model's seed).
 {
   echo "source,$(head -1 "$R/uptrain.csv")"
   for src in 0 1 2 3 4; do

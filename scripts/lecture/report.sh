@@ -413,7 +413,7 @@ for src in $(awk -F, 'NR > 1 && $3 == "source" { print $1 }' "$US"); do
 done
 cat <<EOM
 
-## Follow-up: A4 on three source models
+## Follow-up: A4 on ${nsrc} source models
 
 Added after the main run, whose uptraining table converts one source model (seed 0): the
 mean / first comparison repeated on the textbook models of seeds 1 to 4
