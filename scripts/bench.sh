@@ -47,6 +47,18 @@ out="${out:-$(mktemp -d /tmp/lmx-bench.XXXXXX)}"
 mkdir -p "$out"
 echo "[bench] raw CSVs in $out; load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
+# The eager peer at its best: on an AVX-512 CPU whose OpenBLAS falls back to its Prescott
+# kernels (Debian's 0.3.21 on CPUs newer than it knows), the peer runs with
+# OPENBLAS_CORETYPE=SkylakeX; a value the environment already sets is kept. lmx's --version
+# names the kernels OpenBLAS picked (lmx and the peer load the same libopenblas).
+peer_env=()
+if [[ -z "${OPENBLAS_CORETYPE:-}" ]] && "$lmx" --version | grep -q '^BLAS kernels Prescott' &&
+  grep -qw avx512f /proc/cpuinfo 2> /dev/null; then
+  peer_env=(OPENBLAS_CORETYPE=SkylakeX)
+fi
+peer_kernels="$(env "${peer_env[@]}" "$lmx" --version | sed -n 's/^BLAS kernels //p')"
+echo "[bench] the eager peer's OpenBLAS kernels: ${peer_kernels:-unknown}" >&2
+
 bf16=0
 grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo 2> /dev/null && bf16=1
 if has_peer eager; then
@@ -65,7 +77,7 @@ for recipe in $recipes; do
       --decode-len 512 --csv "$out/lmx_${recipe}_${n}_r$round.csv" >/dev/null
     extra=()
     [[ "$dff" =~ ^[0-9]+$ ]] && extra=(--d-ff "$dff")
-    OMP_NUM_THREADS="$n" OPENBLAS_NUM_THREADS="$n" "$python" "$peer" --recipe "$recipe" --threads "$n" \
+    env "${peer_env[@]}" OMP_NUM_THREADS="$n" OPENBLAS_NUM_THREADS="$n" "$python" "$peer" --recipe "$recipe" --threads "$n" \
       --batch 32 --seq-len 64 --steps "$steps" --warmup "$warmup" "${extra[@]}" >"$out/peer_${recipe}_${n}_r$round.csv"
     # bf16 autocast where the CPU has bf16 instructions (AVX512-BF16 or AMX): its own row, against
     # the same fp32 peer run (not the same arithmetic, so not an entry in the fp32 comparison).
@@ -77,9 +89,11 @@ for recipe in $recipes; do
 done
 done
 
-"$python" - "$out" "$threads_list" "$recipes" "$rounds" <<'EOF'
+"$python" - "$out" "$threads_list" "$recipes" "$rounds" "${peer_kernels:-unknown}" <<'EOF'
 import csv, os, statistics, sys
 out, threads, recipes, rounds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), int(sys.argv[4])
+print(f"The peer's OpenBLAS kernels: {sys.argv[5]}; lmx's linear layers run on oneDNN.")
+print()
 def row(path):
     with open(path) as f:
         return list(csv.DictReader(f))[-1]
