@@ -13,7 +13,7 @@ packages=(cmake g++ make ninja-build libtorch-dev libcli11-dev libyaml-cpp-dev l
           libdnnl-dev)
 
 say() { echo "[bootstrap] $*" >&2; }
-# Each part's wall time, for the first-run table in README ("The first run, timed").
+# Each part's wall time, for the first-run table in docs/PERFORMANCE.md.
 t_start=$SECONDS
 took() { echo "$((SECONDS - t_start)) s"; }
 

@@ -26,6 +26,23 @@ struct Module {
   SpmTrain train = nullptr;
 };
 
+// dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND). The sanitizer runtimes refuse RTLD_DEEPBIND in
+// their dlopen interceptor (google/sanitizers#611: a deep-bound library resolves malloc to
+// glibc's, not the sanitizer's). SentencePiece's calls are consistent either way (its own
+// mallocs are freed by itself; what crosses the interface is std::string and std::vector, whose
+// operator new lives in libstdc++, loaded and bound to the sanitizer before the module), so the
+// sanitizer builds call glibc's dlopen itself (Debian's libsentencepiece is not instrumented
+// anyway; our module's wrapper is).
+void* open_module(const std::string& path) {
+  constexpr int flags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  using Dlopen = void* (*)(const char*, int);
+  if (void* libc = ::dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD))
+    if (auto glibc_dlopen = reinterpret_cast<Dlopen>(::dlsym(libc, "dlopen"))) return glibc_dlopen(path.c_str(), flags);
+#endif
+  return ::dlopen(path.c_str(), flags);
+}
+
 const Module& module() {
   static const Module m = [] {
     std::vector<std::string> candidates;
@@ -37,7 +54,7 @@ const Module& module() {
 #endif
     std::string errors;
     for (const auto& path : candidates) {
-      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      void* handle = open_module(path);
       if (!handle) {
         const char* e = ::dlerror();
         errors += fmt::format("; {}", e ? e : path);
