@@ -24,6 +24,24 @@
 
 namespace lmx::cli {
 
+struct BenchOptions {
+  std::string config;
+  std::vector<std::string> sets;
+  int steps = 50;
+  int warmup = 10;
+  int batch = 0;      // 0 = the config's train.batch_size
+  int seq_len = 0;    // 0 = the config's data.seq_len
+  int vocab = 0;      // 0 = the config's model.vocab_size, or the dataset's when auto
+  int decode_len = 512;
+  bool no_decode = false;
+  bool peak = false;
+  int peak_size = 1024;
+  int peak_reps = 10;
+  bool breakdown = false;
+  std::string profile;  // chrome trace of a few steps (torch::autograd::profiler)
+  std::string csv;
+};
+
 namespace {
 
 // Best-of-reps GFLOP/s of an n×n by n×n float32 matmul (2n³ FLOPs) at the current threads,
@@ -55,23 +73,6 @@ Peak matmul_peak(int64_t n, int reps) {
 }
 std::string gflops_cell(double g) { return g > 0 ? fmt::format("{:.1f}", g) : ""; }
 
-struct BenchArgs {
-  std::string config;
-  std::vector<std::string> sets;
-  int steps = 50;
-  int warmup = 10;
-  int batch = 0;      // 0 = the config's train.batch_size
-  int seq_len = 0;    // 0 = the config's data.seq_len
-  int vocab = 0;      // 0 = the config's model.vocab_size, or the dataset's when auto
-  int decode_len = 512;
-  bool no_decode = false;
-  bool peak = false;
-  int peak_size = 1024;
-  int peak_reps = 10;
-  bool breakdown = false;
-  std::string profile;  // chrome trace of a few steps (torch::autograd::profiler)
-  std::string csv;
-};
 
 // The BLAS in use; warns when OPENBLAS_CORETYPE holds it back.
 runtime::BlasInfo checked_blas() {
@@ -87,7 +88,7 @@ std::string kernels_from(const runtime::BlasInfo& blas) {
   return blas.core_env.empty() ? "auto" : "OPENBLAS_CORETYPE";
 }
 
-int run_peak(const BenchArgs& a) {
+int run_peak(const BenchOptions& a) {
   const runtime::BlasInfo blas = checked_blas();
   const Peak peak = matmul_peak(a.peak_size, a.peak_reps);
   Table t{{"threads", "matmul", "peak_gflops", "blas_gflops", "onednn_gflops", "gemm", "blas_kernels",
@@ -154,7 +155,7 @@ double linear_gemm_ms(ModernLM& model, int64_t rows, int reps) {
 // Diagnostics: the phases of train_step timed apart (StepResult::phase_ms), the mean over
 // --steps steps, and every linear layer's GEMMs alone.
 void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& data, const Config& cfg,
-                     const BenchArgs& a) {
+                     const BenchOptions& a) {
   const int64_t T = data.size(2) - 1;
   double t_fwd = 0, t_bwd = 0, t_clip = 0, t_opt = 0;
   for (int step = 0; step < a.steps; ++step) {
@@ -175,7 +176,9 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
   std::cout << t.markdown() << "\n";
 }
 
-int run_bench(const Globals& g, const BenchArgs& a) {
+// Training steps timed on random tokens, the FLOP rate and MFU against the matmul peak, and
+// KV-cache decoding.
+int bench_training(const BenchOptions& a, const Globals& g) {
   if (a.config.empty()) throw InputError("lmx bench: give a CONFIG (or --peak)", "lmx bench configs/textbook.yaml");
   const runtime::BlasInfo blas = checked_blas();
   Config cfg = load_config(a.config, a.sets);
@@ -251,29 +254,29 @@ int run_bench(const Globals& g, const BenchArgs& a) {
 
 }  // namespace
 
+int run_bench(const BenchOptions& o, const Globals& g) { return o.peak ? run_peak(o) : bench_training(o, g); }
+
 void add_bench_command(CLI::App& app, Globals& g) {
-  auto a = std::make_shared<BenchArgs>();
+  auto o = std::make_shared<BenchOptions>();
   auto* cmd = app.add_subcommand(
       "bench", "Time training steps (ms/step, tokens/s, FLOP/s, MFU, peak RSS) and KV-cache decoding; --peak: matmul peak");
-  cmd->add_option("config", a->config, "config file (YAML)");
-  cmd->add_option("--set", a->sets, "override a field: section.key=value (repeatable)");
-  cmd->add_option("--steps", a->steps, "timed training steps (default 50)")->check(NonNegative);
-  cmd->add_option("--warmup", a->warmup, "untimed steps first (default 10)")->check(NonNegative);
-  cmd->add_option("--batch", a->batch, "sequences per step (default: train.batch_size)")->check(Positive);
-  cmd->add_option("--seq-len", a->seq_len, "tokens per sequence (default: data.seq_len)")->check(Positive);
-  cmd->add_option("--vocab", a->vocab, "vocabulary size (default: model.vocab_size, or the dataset's)")
+  cmd->add_option("config", o->config, "config file (YAML)");
+  add_set_option(cmd, o->sets);
+  cmd->add_option("--steps", o->steps, "timed training steps (default 50)")->check(NonNegative);
+  cmd->add_option("--warmup", o->warmup, "untimed steps first (default 10)")->check(NonNegative);
+  cmd->add_option("--batch", o->batch, "sequences per step (default: train.batch_size)")->check(Positive);
+  cmd->add_option("--seq-len", o->seq_len, "tokens per sequence (default: data.seq_len)")->check(Positive);
+  cmd->add_option("--vocab", o->vocab, "vocabulary size (default: model.vocab_size, or the dataset's)")
       ->check(Positive);
-  cmd->add_option("--decode-len", a->decode_len, "decode this many tokens, with and without the KV cache (default 512)")
+  cmd->add_option("--decode-len", o->decode_len, "decode this many tokens, with and without the KV cache (default 512)")
       ->check(NonNegative);
-  cmd->add_flag("--no-decode", a->no_decode, "skip the decoding measurement");
-  cmd->add_flag("--peak", a->peak, "only measure the matmul peak (GFLOP/s) at --threads");
-  cmd->add_option("--peak-size", a->peak_size, "n of the n×n×n peak matmul (default 1024)")->check(Positive);
-  cmd->add_flag("--breakdown", a->breakdown, "also time forward, backward, clipping and AdamW apart");
-  cmd->add_option("--profile", a->profile, "write a Chrome trace of 5 training steps to this file (op timings)");
-  cmd->add_option("--csv", a->csv, "also write the table to this CSV file");
-  cmd->callback([&g, a] {
-    g.run = [&g, a] { return a->peak ? run_peak(*a) : run_bench(g, *a); };
-  });
+  cmd->add_flag("--no-decode", o->no_decode, "skip the decoding measurement");
+  cmd->add_flag("--peak", o->peak, "only measure the matmul peak (GFLOP/s) at --threads");
+  cmd->add_option("--peak-size", o->peak_size, "n of the n×n×n peak matmul (default 1024)")->check(Positive);
+  cmd->add_flag("--breakdown", o->breakdown, "also time forward, backward, clipping and AdamW apart");
+  cmd->add_option("--profile", o->profile, "write a Chrome trace of 5 training steps to this file (op timings)");
+  cmd->add_option("--csv", o->csv, "also write the table to this CSV file");
+  on_run(cmd, g, o, run_bench);
 }
 
 }  // namespace lmx::cli

@@ -19,13 +19,13 @@
 
 namespace lmx::cli {
 
-namespace {
-
-struct CompareArgs {
+struct CompareOptions {
   std::string a, b;
   std::string metric = "test_ppl";
   std::string csv;
 };
+
+namespace {
 
 struct Side {
   std::string label;  // as given
@@ -73,7 +73,9 @@ std::string seed_value(const SeedValues& s, uint64_t seed) {
   return "";
 }
 
-int run(const CompareArgs& a) {
+}  // namespace
+
+int run_compare(const CompareOptions& a, const Globals&) {
   const Side A = read_side(a.a, a.metric), B = read_side(a.b, a.metric);
   const Comparison c = compare_values(A.values, B.values);
   std::vector<uint64_t> seeds = A.values.seeds;
@@ -104,16 +106,14 @@ int run(const CompareArgs& a) {
   return 0;
 }
 
-}  // namespace
-
 void add_compare_command(CLI::App& app, Globals& g) {
   auto* cmd = app.add_subcommand("compare", "Two sets of runs: per-seed values, mean difference, 95% bootstrap interval");
-  auto a = std::make_shared<CompareArgs>();
-  cmd->add_option("A", a->a, "run or sweep folder, or summary.csv; :NAME picks a point")->required();
-  cmd->add_option("B", a->b, "the same for the other side")->required();
-  cmd->add_option("--metric", a->metric, "summary.csv column to compare (default test_ppl)");
-  cmd->add_option("--csv", a->csv, "also write the result as one CSV row to this file");
-  cmd->callback([&g, a] { g.run = [a] { return run(*a); }; });
+  auto o = std::make_shared<CompareOptions>();
+  cmd->add_option("A", o->a, "run or sweep folder, or summary.csv; :NAME picks a point")->required();
+  cmd->add_option("B", o->b, "the same for the other side")->required();
+  cmd->add_option("--metric", o->metric, "summary.csv column to compare (default test_ppl)");
+  cmd->add_option("--csv", o->csv, "also write the result as one CSV row to this file");
+  on_run(cmd, g, o, run_compare);
 }
 
 }  // namespace lmx::cli

@@ -21,25 +21,34 @@
 
 namespace lmx::cli {
 
-namespace {
-
-struct DataArgs {
+struct DataStatsOptions {
   std::string path = "configs/textbook.yaml";
   std::vector<std::string> sets;
-  int n = 5;
+};
+
+struct DataTokenizerOptions {
+  std::string path = "configs/textbook.yaml";
+  std::vector<std::string> sets;
   int vocab = 0;
   std::string type = "bpe";
   bool byte_fallback = false;
 };
 
+struct DataSampleOptions {
+  std::string path = "configs/textbook.yaml";
+  std::vector<std::string> sets;
+  int n = 5;
+};
+
+namespace {
+
 // A relative config path that does not exist here is looked up in the lmx sources.
-Config load_data_config(const DataArgs& args, const Globals& g) {
-  std::string path = args.path;
+Config load_data_config(std::string path, const std::vector<std::string>& sets, const Globals& g) {
   if (std::filesystem::path(path).is_relative() && !std::filesystem::exists(path)) {
     auto in_source = std::filesystem::path(LMX_SOURCE_DIR) / path;
     if (std::filesystem::exists(in_source)) path = in_source.string();
   }
-  Config cfg = load_config(path, args.sets);
+  Config cfg = load_config(path, sets);
   if (g.seed >= 0) cfg.data.seed = static_cast<int>(g.seed);
   return cfg;
 }
@@ -167,62 +176,64 @@ void print_sample(const Config& cfg, int n) {
 
 }  // namespace
 
+int run_data_stats(const DataStatsOptions& o, const Globals& g) {
+  print_stats(load_data_config(o.path, o.sets, g));
+  return 0;
+}
+
+int run_data_tokenizer(const DataTokenizerOptions& o, const Globals& g) {
+  Config cfg = load_data_config(o.path, o.sets, g);
+  if (cfg.data.kind != "text")
+    throw InputError(fmt::format("{}: data.kind is {}; a tokenizer is trained on text", cfg.source, cfg.data.kind));
+  std::string path = cfg.data.tokenizer_model;
+  if (path.empty())  // a bytes config: the default place beside it
+    path = (std::filesystem::path(cfg.source).parent_path() / (cfg.name + ".tokenizer.model")).string();
+  const auto texts = data::text_training_split(cfg.data);
+  data::train_tokenizer(texts, o.vocab, o.type, path, o.byte_fallback);
+  auto t = data::Tokenizer::load(path);
+  std::cout << fmt::format("{}: SentencePiece {} with {} pieces, trained on {} training documents (hash {})\n", path,
+                           o.type, t->size(), texts.size(), t->hash());
+  if (cfg.data.tokenizer != "sentencepiece")
+    log::info("data", "set data.tokenizer: sentencepiece in {} to use it", cfg.source);
+  return 0;
+}
+
+int run_data_sample(const DataSampleOptions& o, const Globals& g) {
+  print_sample(load_data_config(o.path, o.sets, g), o.n);
+  return 0;
+}
+
 void add_data_commands(CLI::App& app, Globals& g) {
   auto* data = app.add_subcommand("data", "Inspect the dataset a config names: statistics, sample documents");
   data->require_subcommand(1);
-  auto args = std::make_shared<DataArgs>();
 
+  auto stats_o = std::make_shared<DataStatsOptions>();
   auto* stats = data->add_subcommand(
       "stats", "Vocabulary, split sizes, mean document length, true and unigram perplexity, pronoun distances");
-  stats->add_option("config", args->path, "config file (default configs/textbook.yaml)");
-  stats->add_option("--set", args->sets, "override a field: section.key=value (repeatable)");
-  stats->callback([&g, args] {
-    g.run = [&g, args] {
-      print_stats(load_data_config(*args, g));
-      return 0;
-    };
-  });
+  stats->add_option("config", stats_o->path, "config file (default configs/textbook.yaml)");
+  add_set_option(stats, stats_o->sets);
+  on_run(stats, g, stats_o, run_data_stats);
 
+  auto tok_o = std::make_shared<DataTokenizerOptions>();
   auto* tok = data->add_subcommand(
       "tokenizer", "Train a SentencePiece model on a text config's training split; writes data.tokenizer_model");
-  tok->add_option("config", args->path, "text config (data.kind text)")->required();
-  tok->add_option("--set", args->sets, "override a field: section.key=value (repeatable)");
-  tok->add_option("--vocab", args->vocab, "vocabulary size, <unk> <bos> <eos> <pad> included")
+  tok->add_option("config", tok_o->path, "text config (data.kind text)")->required();
+  add_set_option(tok, tok_o->sets);
+  tok->add_option("--vocab", tok_o->vocab, "vocabulary size, <unk> <bos> <eos> <pad> included")
       ->required()
       ->check(CLI::Range(8, 1 << 20));
-  tok->add_option("--type", args->type, "bpe or unigram (default bpe)");
-  tok->add_flag("--byte-fallback", args->byte_fallback,
+  tok->add_option("--type", tok_o->type, "bpe or unigram (default bpe)");
+  tok->add_flag("--byte-fallback", tok_o->byte_fallback,
                 "add the 256 byte pieces <0x00>..<0xFF> (unseen characters become bytes, not <unk>; llama.cpp "
                 "needs them: lmx export --gguf)");
-  tok->callback([&g, args] {
-    g.run = [&g, args] {
-      Config cfg = load_data_config(*args, g);
-      if (cfg.data.kind != "text")
-        throw InputError(fmt::format("{}: data.kind is {}; a tokenizer is trained on text", cfg.source, cfg.data.kind));
-      std::string path = cfg.data.tokenizer_model;
-      if (path.empty())  // a bytes config: the default place beside it
-        path = (std::filesystem::path(cfg.source).parent_path() / (cfg.name + ".tokenizer.model")).string();
-      const auto texts = data::text_training_split(cfg.data);
-      data::train_tokenizer(texts, args->vocab, args->type, path, args->byte_fallback);
-      auto t = data::Tokenizer::load(path);
-      std::cout << fmt::format("{}: SentencePiece {} with {} pieces, trained on {} training documents (hash {})\n",
-                               path, args->type, t->size(), texts.size(), t->hash());
-      if (cfg.data.tokenizer != "sentencepiece")
-        log::info("data", "set data.tokenizer: sentencepiece in {} to use it", cfg.source);
-      return 0;
-    };
-  });
+  on_run(tok, g, tok_o, run_data_tokenizer);
 
+  auto sample_o = std::make_shared<DataSampleOptions>();
   auto* sample = data->add_subcommand("sample", "The first training documents with each token's true probability");
-  sample->add_option("config", args->path, "config file (default configs/textbook.yaml)");
-  sample->add_option("--set", args->sets, "override a field: section.key=value (repeatable)");
-  sample->add_option("--n", args->n, "documents to show (default 5)")->check(Positive);
-  sample->callback([&g, args] {
-    g.run = [&g, args] {
-      print_sample(load_data_config(*args, g), args->n);
-      return 0;
-    };
-  });
+  sample->add_option("config", sample_o->path, "config file (default configs/textbook.yaml)");
+  add_set_option(sample, sample_o->sets);
+  sample->add_option("--n", sample_o->n, "documents to show (default 5)")->check(Positive);
+  on_run(sample, g, sample_o, run_data_sample);
 }
 
 }  // namespace lmx::cli

@@ -17,6 +17,12 @@
 
 namespace lmx::cli {
 
+struct ProbeVerbOptions {
+  std::string name, checkpoint, depths, csv;
+  bool list = false;
+  experiments::ProbeOptions opt;
+};
+
 namespace {
 
 // Cells such as "max |Δ|" would split a Markdown row: escape the bars there (not in CSV).
@@ -38,56 +44,54 @@ std::string csv_path_for(const std::string& first, const std::string& key) {
   return (p.parent_path() / (p.stem().string() + "_" + key + ".csv")).string();
 }
 
+// The tables as Markdown on stdout (then the notes); with --csv, each table as CSV too.
+void print_probe(const experiments::ProbeResult& res, const std::string& csv) {
+  for (size_t i = 0; i < res.tables.size(); ++i) {
+    const auto& t = res.tables[i];
+    std::cout << (i > 0 ? "\n" : "") << "### " << t.title << "\n\n" << markdown_safe(t.table).markdown();
+  }
+  if (!res.notes.empty()) std::cout << "\n";
+  for (const auto& note : res.notes) std::cout << note << "\n";
+  if (csv.empty()) return;
+  for (size_t i = 0; i < res.tables.size(); ++i) {
+    const std::string path = i == 0 ? csv : csv_path_for(csv, res.tables[i].key);
+    write_file_atomic(path, res.tables[i].table.csv());
+    log::info("probe", "wrote {}", path);
+  }
+}
+
 }  // namespace
 
-void add_probe_commands(CLI::App& app, Globals& g) {
-  struct ProbeArgs {
-    std::string name, checkpoint, depths, csv;
-    bool list = false;
-    experiments::ProbeOptions opt;
-  };
-  auto a = std::make_shared<ProbeArgs>();
-  auto* probe = app.add_subcommand("probe", "Lecture tables that need no training run: activations, RoPE, KV cache, ...");
-  probe->footer("\nProbes:\n" + experiments::probe_list());
-  probe->add_option("name", a->name, "probe name (see the list below)");
-  probe->add_option("checkpoint", a->checkpoint, "sparsity: the checkpoint (model.safetensors)");
-  probe->add_flag("--list", a->list, "list the probes");
-  probe->add_option("--docs", a->opt.docs, "sparsity: validation documents (default 200)")->check(Positive);
-  probe->add_option("--depths", a->depths, "gradnorm: comma-separated depths (default 6,12,24)");
-  probe->add_option("--len", a->opt.len, "kv-decode: tokens to decode (default 48)")->check(Positive);
-  probe->add_option("--context", a->opt.context, "kv-table: context length in tokens (default 32768)");
-  probe->add_option("--config", a->opt.config, "gradnorm, kv-decode: base config (default configs/textbook.yaml)");
-  probe->add_option("--csv", a->csv, "also write the tables as CSV");
-  probe->callback([&g, a] {
-    g.run = [&g, a] {
-      if (a->list || a->name.empty()) {
-        std::cout << experiments::probe_list();
-        return 0;
-      }
-      const auto& entry = experiments::find_probe(a->name);
-      if (!a->checkpoint.empty() && a->name != "sparsity")
-        throw InputError(fmt::format("probe {} takes no checkpoint (got '{}')", a->name, a->checkpoint));
-      experiments::ProbeOptions opt = a->opt;
-      opt.checkpoint = a->checkpoint;
-      if (!a->depths.empty()) opt.depths = parse_int_list("--depths", a->depths);
-      if (g.seed >= 0) opt.seed = static_cast<uint64_t>(g.seed);
-      const experiments::ProbeResult res = entry.run(opt);
-      for (size_t i = 0; i < res.tables.size(); ++i) {
-        const auto& t = res.tables[i];
-        std::cout << (i > 0 ? "\n" : "") << "### " << t.title << "\n\n" << markdown_safe(t.table).markdown();
-      }
-      if (!res.notes.empty()) std::cout << "\n";
-      for (const auto& note : res.notes) std::cout << note << "\n";
-      if (!a->csv.empty()) {
-        for (size_t i = 0; i < res.tables.size(); ++i) {
-          const std::string path = i == 0 ? a->csv : csv_path_for(a->csv, res.tables[i].key);
-          write_file_atomic(path, res.tables[i].table.csv());
-          log::info("probe", "wrote {}", path);
-        }
-      }
-      return 0;
-    };
-  });
+int run_probe(const ProbeVerbOptions& o, const Globals& g) {
+  if (o.list || o.name.empty()) {
+    std::cout << experiments::probe_list();
+    return 0;
+  }
+  const auto& entry = experiments::find_probe(o.name);
+  if (!o.checkpoint.empty() && o.name != "sparsity")
+    throw InputError(fmt::format("probe {} takes no checkpoint (got '{}')", o.name, o.checkpoint));
+  experiments::ProbeOptions opt = o.opt;
+  opt.checkpoint = o.checkpoint;
+  if (!o.depths.empty()) opt.depths = parse_int_list("--depths", o.depths);
+  if (g.seed >= 0) opt.seed = static_cast<uint64_t>(g.seed);
+  print_probe(entry.run(opt), o.csv);
+  return 0;
+}
+
+void add_probe_command(CLI::App& app, Globals& g) {
+  auto o = std::make_shared<ProbeVerbOptions>();
+  auto* cmd = app.add_subcommand("probe", "Lecture tables that need no training run: activations, RoPE, KV cache, ...");
+  cmd->footer("\nProbes:\n" + experiments::probe_list());
+  cmd->add_option("name", o->name, "probe name (see the list below)");
+  cmd->add_option("checkpoint", o->checkpoint, "sparsity: the checkpoint (model.safetensors)");
+  cmd->add_flag("--list", o->list, "list the probes");
+  cmd->add_option("--docs", o->opt.docs, "sparsity: validation documents (default 200)")->check(Positive);
+  cmd->add_option("--depths", o->depths, "gradnorm: comma-separated depths (default 6,12,24)");
+  cmd->add_option("--len", o->opt.len, "kv-decode: tokens to decode (default 48)")->check(Positive);
+  cmd->add_option("--context", o->opt.context, "kv-table: context length in tokens (default 32768)");
+  cmd->add_option("--config", o->opt.config, "gradnorm, kv-decode: base config (default configs/textbook.yaml)");
+  cmd->add_option("--csv", o->csv, "also write the tables as CSV");
+  on_run(cmd, g, o, run_probe);
 }
 
 }  // namespace lmx::cli

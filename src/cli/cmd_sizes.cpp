@@ -15,6 +15,20 @@
 
 namespace lmx::cli {
 
+struct ParamsOptions {
+  std::vector<std::string> paths, sets;
+  long long seq_len = 0;
+  std::string csv;
+};
+
+struct KVCacheOptions {
+  std::vector<std::string> paths, sets;
+  long long context = 32768;
+  long long batch = 1;
+  std::string dtype = "bf16";
+  std::string csv;
+};
+
 namespace {
 
 // 6738415616 -> "6,738,415,616"
@@ -89,11 +103,12 @@ std::vector<ParamRow> param_rows(const ParamCounts& p) {
 // FLOPs as "1.23e+09".
 std::string sci(double v) { return fmt::format("{:.3g}", v); }
 
-int run_params(const std::vector<std::string>& paths, const std::vector<std::string>& sets, long long seq_len,
-               const std::string& csv_path) {
+}  // namespace
+
+int run_params(const ParamsOptions& o, const Globals&) {
   Table csv{{"config", "component", "per_layer", "layers", "count"}, {}};
-  for (const auto& path : paths) {
-    const Sized sized = load_sized(path, sets);
+  for (const auto& path : o.paths) {
+    const Sized sized = load_sized(path, o.sets);
     const Config& cfg = sized.cfg;
     const ParamCounts p = count_params(cfg.model);
     Table md{{"component", "per layer", "count", "share"}, {}};
@@ -103,7 +118,7 @@ int run_params(const std::vector<std::string>& paths, const std::vector<std::str
       csv.add({cfg.name, r.component, layered ? std::to_string(r.per_layer) : "",
                layered ? std::to_string(p.n_layers) : "", std::to_string(r.count)});
     }
-    const int64_t T = seq_len > 0 ? seq_len : cfg.model.max_seq_len;
+    const int64_t T = o.seq_len > 0 ? o.seq_len : cfg.model.max_seq_len;
     const ForwardFlops f = forward_flops(cfg.model, T);
     std::cout << fmt::format("### {} ({})\n\n{}\n\n{}\n", cfg.name, cfg.source,
                              model_line(cfg.model, sized.vocab_from_data), md.markdown());
@@ -113,24 +128,20 @@ int run_params(const std::vector<std::string>& paths, const std::vector<std::str
                              sci(f.per_token()), sci(static_cast<double>(f.matmul) / T),
                              sci(static_cast<double>(f.attention_causal) / T));
   }
-  if (!csv_path.empty()) write_file_atomic(csv_path, csv.csv());
+  if (!o.csv.empty()) write_file_atomic(o.csv, csv.csv());
   return 0;
 }
 
-struct KVArgs {
-  std::vector<std::string> paths, sets;
-  long long context = 32768;
-  long long batch = 1;
-  std::string dtype = "bf16";
-  std::string csv;
-};
+namespace {
 
 std::string cached_parts(const ModelConfig& m) {
   if (m.attention == "mla") return fmt::format("latent {} + RoPE key {}", m.mla_kv_rank, m.mla_rope_dim);
   return fmt::format("K, V: 2 × {} KV heads × {}", m.kv_heads(), m.dim_head());
 }
 
-int run_kvcache(const KVArgs& a) {
+}  // namespace
+
+int run_kvcache(const KVCacheOptions& a, const Globals&) {
   const int bytes_per_number = dtype_bytes(a.dtype);
   Table md{{"config", "attention", "cached per token per layer", "numbers", "layers", "numbers per token",
             "bytes per token", "context × batch", "bytes"}, {}};
@@ -154,36 +165,29 @@ int run_kvcache(const KVArgs& a) {
   return 0;
 }
 
-}  // namespace
-
 void add_sizes_commands(CLI::App& app, Globals& g) {
-  struct ParamsArgs {
-    std::vector<std::string> paths, sets;
-    long long seq_len = 0;
-    std::string csv;
-  };
-  auto pa = std::make_shared<ParamsArgs>();
+  auto po = std::make_shared<ParamsOptions>();
   auto* params = app.add_subcommand(
       "params", "Exact parameter counts per component and in total, analytically (no allocation)");
-  params->add_option("configs", pa->paths, "config files (YAML); vocab_size auto is taken from the dataset")
+  params->add_option("configs", po->paths, "config files (YAML); vocab_size auto is taken from the dataset")
       ->required();
-  params->add_option("--set", pa->sets, "override a field in every config: section.key=value (repeatable)");
-  params->add_option("--seq-len", pa->seq_len, "sequence length T for the FLOPs line (default model.max_seq_len)")
+  add_set_option(params, po->sets, "override a field in every config: section.key=value (repeatable)");
+  params->add_option("--seq-len", po->seq_len, "sequence length T for the FLOPs line (default model.max_seq_len)")
       ->check(Positive);
-  params->add_option("--csv", pa->csv, "also write the counts as CSV to this file");
-  params->callback([&g, pa] { g.run = [pa] { return run_params(pa->paths, pa->sets, pa->seq_len, pa->csv); }; });
+  params->add_option("--csv", po->csv, "also write the counts as CSV to this file");
+  on_run(params, g, po, run_params);
 
-  auto ka = std::make_shared<KVArgs>();
+  auto ko = std::make_shared<KVCacheOptions>();
   auto* kv = app.add_subcommand(
       "kvcache", "KV-cache numbers per token per layer, bytes per token and for a context × batch");
-  kv->add_option("configs", ka->paths, "config files (YAML)")->required();
-  kv->add_option("--context", ka->context, "tokens in the cache (default 32768)")->check(Positive);
-  kv->add_option("--batch", ka->batch, "sequences (default 1)")->check(Positive);
-  kv->add_option("--dtype", ka->dtype, "cache dtype: bf16 | fp16 (2 bytes), fp32 (4 bytes)")
+  kv->add_option("configs", ko->paths, "config files (YAML)")->required();
+  kv->add_option("--context", ko->context, "tokens in the cache (default 32768)")->check(Positive);
+  kv->add_option("--batch", ko->batch, "sequences (default 1)")->check(Positive);
+  kv->add_option("--dtype", ko->dtype, "cache dtype: bf16 | fp16 (2 bytes), fp32 (4 bytes)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
-  kv->add_option("--set", ka->sets, "override a field in every config: section.key=value (repeatable)");
-  kv->add_option("--csv", ka->csv, "also write the table as CSV to this file");
-  kv->callback([&g, ka] { g.run = [ka] { return run_kvcache(*ka); }; });
+  add_set_option(kv, ko->sets, "override a field in every config: section.key=value (repeatable)");
+  kv->add_option("--csv", ko->csv, "also write the table as CSV to this file");
+  on_run(kv, g, ko, run_kvcache);
 }
 
 }  // namespace lmx::cli

@@ -1,11 +1,10 @@
-// lmx train | eval | generate
+// lmx train: a config with one or more seeds (data-parallel under lmx launch / torchrun / srun),
+// continued after an interruption with --resume.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +34,16 @@
 namespace fs = std::filesystem;
 
 namespace lmx::cli {
+
+struct TrainOptions {
+  std::string config;
+  std::string seeds;
+  int n_seeds = 1;
+  std::vector<std::string> sets;
+  std::string resume;
+  std::string init_from;
+  bool no_memory_check = false;
+};
 
 namespace {
 
@@ -111,268 +120,164 @@ bool result_matches(const std::string& result_csv, const std::string& status, co
   }
 }
 
+// What one `lmx train` runs: from the command line, or from train.json with --resume.
+struct TrainPlan {
+  Config cfg;  // as loaded (vocab_size may be auto)
+  std::vector<uint64_t> seeds;
+  std::string out;
+  std::string init_from;
+  bool resume = false;
+};
+
+// --resume DIR: the run's own config, seeds and initial weights from its train.json.
+TrainPlan resumed_plan(const TrainOptions& o, const Globals& g) {
+  if (!o.config.empty() || !o.sets.empty() || !o.seeds.empty() || !o.init_from.empty())
+    throw InputError("--resume takes no config, --set, --seeds or --init-from: the run continues with its own",
+                     "lmx train --resume RUN_DIR");
+  if (!g.out.empty() && fs::path(g.out).lexically_normal() != fs::path(o.resume).lexically_normal())
+    throw InputError("--resume DIR and --out name different directories", "give only --resume DIR");
+  TrainInvocation inv = read_invocation(o.resume);
+  return {inv.config, inv.seeds, o.resume, inv.init_from, true};
+}
+
+TrainPlan fresh_plan(const TrainOptions& o, const Globals& g) {
+  if (o.config.empty()) throw InputError("train needs a config file (or --resume RUN_DIR)", "lmx train configs/textbook.yaml");
+  TrainPlan plan;
+  plan.cfg = load_config(o.config, o.sets);
+  plan.seeds = parse_seeds(o.seeds, o.n_seeds, g.seed);
+  plan.out = g.out.empty() ? default_out_dir(plan.cfg.name) : g.out;
+  plan.init_from = o.init_from;
+  return plan;
+}
+
+// Resource guard and initial-weight checks, before any model is allocated or output written.
+void check_before_training(const TrainPlan& plan, const Config& resolved, const dist::Group* group,
+                           bool memory_check) {
+  if (group && resolved.train.batch_size < group->world())
+    throw InputError(fmt::format("train.batch_size {} is smaller than the {} data-parallel processes",
+                                 resolved.train.batch_size, group->world()),
+                     "each rank needs at least one row of every global batch: raise train.batch_size");
+  if (memory_check) check_training_memory(resolved, available_memory_bytes());
+  if (!plan.init_from.empty()) {  // names and shapes checked before any output is written
+    ModernLM probe(resolved.model);
+    load_weights(*probe, read_checkpoint(plan.init_from));
+  }
+}
+
+// Rank 0's output folder: locked (resume) or fresh, room for the checkpoints, train.json.
+void prepare_train_out(const TrainPlan& plan, const Config& resolved) {
+  if (plan.resume) {
+    lock_out_dir(plan.out);  // two `train --resume DIR` at once: the second gets exit 2
+    check_writable(plan.out);
+    open_folder_log(plan.out);
+  } else {
+    prepare_out_dir(plan.out);
+  }
+  const double ckpt_bytes = 16.0 * static_cast<double>(estimate_training_memory(resolved).params);
+  check_free_space(plan.out, 2 * ckpt_bytes + 4e6, "checkpoints (weights and AdamW state, written atomically)");
+  if (!plan.resume) write_invocation(plan.out, {plan.cfg, plan.seeds, plan.init_from});
+}
+
+// --resume: a seed that finished before keeps its result rows (true). Otherwise ro.resume
+// says whether a checkpoint continues the seed (interrupted) or finishes it (finished
+// without its result).
+bool kept_from_before(const fs::path& run_dir, uint64_t seed, Table& rows, RunOptions& ro) {
+  const std::string result_csv = (run_dir / "result.csv").string();
+  const auto [status, steps] = checkpoint_status((run_dir / "model.safetensors").string());
+  if (!resumable_status(status) && !status.empty() && result_matches(result_csv, status, steps)) {
+    Table done = read_seed_rows(result_csv);
+    if (rows.header.empty()) rows.header = done.header;
+    for (auto& r : done.rows) rows.add(r);
+    log::info("train", "seed {}: finished before ({}), kept", seed, status);
+    return true;
+  }
+  ro.resume = !status.empty();
+  return false;
+}
+
+// Trains every seed of the plan in turn, each seed's result.csv and the growing summary.csv
+// written as it finishes; stops after an interrupted seed. Returns the exit code so far
+// (130: interrupted).
+int train_seeds(const TrainPlan& plan, const data::Corpus& corpus, const Config& resolved, bool writer,
+                Table& rows) {
+  const double unigram_test = data::split_stats(corpus, data::Split::Test).unigram_ppl();
+  signals::install();
+  const bool tty = writer && isatty(STDERR_FILENO) && !log::quiet();
+  for (uint64_t seed : plan.seeds) {
+    const fs::path run_dir = fs::path(plan.out) / fmt::format("seed{}", seed);
+    RunOptions ro{seed, run_dir.string(), tty};
+    ro.check_memory = false;  // checked before, once for all seeds
+    ro.init_from = plan.init_from;
+    // Fault injection for tests: LMX_FAULT_NAN_STEP=N poisons the loss at step N of every seed.
+    if (const char* nan_step = std::getenv("LMX_FAULT_NAN_STEP")) ro.inject_nan_at_step = std::atoll(nan_step);
+    if (plan.resume && kept_from_before(run_dir, seed, rows, ro)) continue;
+    if (writer) fs::create_directories(run_dir);
+    RunResult r = train_run(plan.cfg, corpus, ro);
+    r.unigram_test_ppl = unigram_test;
+    Table one = seed_rows({{plan.cfg.name, resolved, r}});
+    if (writer) write_file_atomic((run_dir / "result.csv").string(), one.csv());
+    if (rows.header.empty()) rows.header = one.header;
+    rows.add(one.rows.at(0));
+    if (writer) write_file_atomic((fs::path(plan.out) / "summary.csv").string(), with_aggregates(rows).csv());
+    if (r.status == "interrupted") return 130;
+  }
+  return 0;
+}
+
+// Every seed diverged: the results are written, but nothing trained (exit 1, not 0).
+bool none_finished(const Table& rows) {
+  if (rows.rows.empty()) return false;
+  const int status = column(rows, "status");
+  for (const auto& r : rows.rows)
+    if (r[status] == "ok") return false;
+  log::warn("train", "no seed finished: every seed diverged (see the message column of summary.csv)");
+  return true;
+}
+
 }  // namespace
 
-void add_train_commands(CLI::App& app, Globals& g) {
-  // ---- train ----
-  struct TrainArgs {
-    std::string config;
-    std::string seeds;
-    int n_seeds = 1;
-    std::vector<std::string> sets;
-    std::string resume;
-    std::string init_from;
-    bool no_memory_check = false;
-  };
-  auto ta = std::make_shared<TrainArgs>();
-  auto* train = app.add_subcommand("train", "Train a config with one or more seeds; writes metrics, checkpoints, summary.csv");
-  train->add_option("config", ta->config, "config file (YAML)");
-  train->add_option("--seeds", ta->seeds, "comma-separated seeds, e.g. 0,1,2 (each: init and data order)");
-  train->add_option("--n-seeds", ta->n_seeds, "run seeds seed..seed+N-1 (default 1)")->check(Positive);
-  train->add_option("--set", ta->sets, "override a field: section.key=value (repeatable)");
-  train->add_option("--resume", ta->resume,
-                    "continue an interrupted `lmx train` in this output directory (finished seeds are kept)");
-  train->add_option("--init-from", ta->init_from,
-                    "start from these weights instead of a fresh init: a model.safetensors or a Hugging Face Llama "
-                    "folder (lmx export --hf); the config must build the same shapes");
-  train->add_flag("--no-memory-check", ta->no_memory_check, "train even when the memory estimate exceeds MemAvailable");
-  train->callback([&g, ta] {
-    g.run = [&g, ta] {
-      // Data-parallel when launched by torchrun / srun / lmx launch (docs/SCALING.md).
-      const bool writer = dist::read_env().rank == 0;  // only rank 0 writes (the group connects below)
-      if (!writer) log::set_level(log::Level::Warn);
-      Config cfg;
-      std::vector<uint64_t> seeds;
-      std::string out, init_from = ta->init_from;
-      const bool resume = !ta->resume.empty();
-      if (resume) {
-        if (!ta->config.empty() || !ta->sets.empty() || !ta->seeds.empty() || !ta->init_from.empty())
-          throw InputError("--resume takes no config, --set, --seeds or --init-from: the run continues with its own",
-                           "lmx train --resume RUN_DIR");
-        if (!g.out.empty() && fs::path(g.out).lexically_normal() != fs::path(ta->resume).lexically_normal())
-          throw InputError("--resume DIR and --out name different directories", "give only --resume DIR");
-        out = ta->resume;
-        TrainInvocation inv = read_invocation(out);
-        cfg = inv.config;
-        seeds = inv.seeds;
-        init_from = inv.init_from;
-      } else {
-        if (ta->config.empty()) throw InputError("train needs a config file (or --resume RUN_DIR)", "lmx train configs/textbook.yaml");
-        cfg = load_config(ta->config, ta->sets);
-        seeds = parse_seeds(ta->seeds, ta->n_seeds, g.seed);
-        out = g.out.empty() ? default_out_dir(cfg.name) : g.out;
-      }
-      if (g.device_given) cfg.train.device = g.device;
-      dist::Group* group = dist::init_from_env(cfg.train.device);
-      data::Corpus corpus = data::load_corpus(cfg.data);
-      const Config resolved = resolve_for_corpus(cfg, corpus);
-      if (group && resolved.train.batch_size < group->world())
-        throw InputError(fmt::format("train.batch_size {} is smaller than the {} data-parallel processes",
-                                     resolved.train.batch_size, group->world()),
-                         "each rank needs at least one row of every global batch: raise train.batch_size");
-      // Resource guard and output checks, before any model is allocated.
-      if (!ta->no_memory_check) check_training_memory(resolved, available_memory_bytes());
-      if (!init_from.empty()) {  // names and shapes checked before any output is written
-        ModernLM probe(resolved.model);
-        load_weights(*probe, read_checkpoint(init_from));
-      }
-      if (writer) {
-        if (resume) {
-          lock_out_dir(out);  // two `train --resume DIR` at once: the second gets exit 2
-          check_writable(out);
-          open_folder_log(out);
-        } else {
-          prepare_out_dir(out);
-        }
-        const double ckpt_bytes = 16.0 * static_cast<double>(estimate_training_memory(resolved).params);
-        check_free_space(out, 2 * ckpt_bytes + 4e6, "checkpoints (weights and AdamW state, written atomically)");
-        if (!resume) write_invocation(out, {cfg, seeds, init_from});
-      }
-      if (group) out = group->broadcast_string("train/out", out);  // rank 0's (timestamped) directory
-      log::info("train", "{} -> {} (seeds {}{})", cfg.source, out, fmt::join(seeds, ","), resume ? ", resuming" : "");
-      const double unigram_test = data::split_stats(corpus, data::Split::Test).unigram_ppl();
-      signals::install();
-      const bool tty = writer && isatty(STDERR_FILENO) && !log::quiet();
-      Table rows;
-      int code = 0;
-      for (uint64_t seed : seeds) {
-        const fs::path run_dir = fs::path(out) / fmt::format("seed{}", seed);
-        const std::string result_csv = (run_dir / "result.csv").string();
-        RunOptions ro{seed, run_dir.string(), tty};
-        ro.check_memory = false;  // checked above, once for all seeds
-        ro.init_from = init_from;
-        // Fault injection for tests: LMX_FAULT_NAN_STEP=N poisons the loss at step N of every seed.
-        if (const char* nan_step = std::getenv("LMX_FAULT_NAN_STEP")) ro.inject_nan_at_step = std::atoll(nan_step);
-        if (resume) {
-          const auto [status, steps] = checkpoint_status((run_dir / "model.safetensors").string());
-          if (!resumable_status(status) && !status.empty() && result_matches(result_csv, status, steps)) {
-            Table done = read_seed_rows(result_csv);
-            if (rows.header.empty()) rows.header = done.header;
-            for (auto& r : done.rows) rows.add(r);
-            log::info("train", "seed {}: finished before ({}), kept", seed, status);
-            continue;
-          }
-          ro.resume = !status.empty();  // interrupted: continue; finished without its result: finish
-        }
-        if (writer) fs::create_directories(run_dir);
-        RunResult r = train_run(cfg, corpus, ro);
-        r.unigram_test_ppl = unigram_test;
-        Table one = seed_rows({{cfg.name, resolved, r}});
-        if (writer) write_file_atomic(result_csv, one.csv());
-        if (rows.header.empty()) rows.header = one.header;
-        rows.add(one.rows.at(0));
-        if (writer) write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(rows).csv());
-        if (r.status == "interrupted") {
-          code = 130;
-          break;
-        }
-      }
-      // Every seed diverged: the results are written, but nothing trained (exit 1, not 0).
-      if (code == 0 && !rows.rows.empty()) {
-        const int status = column(rows, "status");
-        if (std::none_of(rows.rows.begin(), rows.rows.end(), [&](const auto& r) { return r[status] == "ok"; })) {
-          log::warn("train", "no seed finished: every seed diverged (see the message column of summary.csv)");
-          code = 1;
-        }
-      }
-      if (group)
-        log::info("dist", "rank 0 of {}: {:.2f} s in {} all-reduces (waiting for the other ranks included)",
-                  group->world(), group->collective_seconds(), group->collectives());
-      dist::shutdown();
-      if (!writer) return code;
-      write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(rows).csv());
-      std::string md = summary_markdown(rows);
-      write_file_atomic((fs::path(out) / "summary.md").string(), md);
-      std::cout << md;
-      if (code == 130) log::warn("train", "interrupted: continue with  lmx train --resume {}", out);
-      log::info("train", "results in {}", out);
-      return code;
-    };
-  });
+int run_train(const TrainOptions& o, const Globals& g) {
+  // Data-parallel when launched by torchrun / srun / lmx launch (docs/SCALING.md).
+  const bool writer = dist::read_env().rank == 0;  // only rank 0 writes (the group connects below)
+  if (!writer) log::set_level(log::Level::Warn);
+  TrainPlan plan = o.resume.empty() ? fresh_plan(o, g) : resumed_plan(o, g);
+  if (g.device_given) plan.cfg.train.device = g.device;
+  dist::Group* group = dist::init_from_env(plan.cfg.train.device);
+  data::Corpus corpus = data::load_corpus(plan.cfg.data);
+  const Config resolved = resolve_for_corpus(plan.cfg, corpus);
+  check_before_training(plan, resolved, group, !o.no_memory_check);
+  if (writer) prepare_train_out(plan, resolved);
+  if (group) plan.out = group->broadcast_string("train/out", plan.out);  // rank 0's (timestamped) directory
+  log::info("train", "{} -> {} (seeds {}{})", plan.cfg.source, plan.out, fmt::join(plan.seeds, ","),
+            plan.resume ? ", resuming" : "");
+  Table rows;
+  int code = train_seeds(plan, corpus, resolved, writer, rows);
+  if (code == 0 && none_finished(rows)) code = 1;
+  if (group)
+    log::info("dist", "rank 0 of {}: {:.2f} s in {} all-reduces (waiting for the other ranks included)",
+              group->world(), group->collective_seconds(), group->collectives());
+  dist::shutdown();
+  if (!writer) return code;
+  write_summary(plan.out, rows);
+  if (code == 130) log::warn("train", "interrupted: continue with  lmx train --resume {}", plan.out);
+  log::info("train", "results in {}", plan.out);
+  return code;
+}
 
-  // ---- eval ----
-  struct EvalArgs {
-    std::string ckpt, split = "test", layout, by_position, csv;
-    int seq_len = 0;
-  };
-  auto ea = std::make_shared<EvalArgs>();
-  auto* eval = app.add_subcommand("eval", "Evaluate a checkpoint: loss, perplexity, true perplexity, pronoun accuracy");
-  eval->add_option("checkpoint", ea->ckpt, "model.safetensors written by lmx train, or a Hugging Face Llama folder")
-      ->required();
-  eval->add_option("--split", ea->split, "train, val or test (default test)");
-  eval->add_option("--layout", ea->layout, "doc or packed (default: the training layout)");
-  eval->add_option("--seq-len", ea->seq_len, "packed: row length (default: the training seq_len)")
-      ->check(Positive);
-  eval->add_option("--by-position", ea->by_position, "range starts for mean NLL by position, e.g. 0,64,128,256");
-  eval->add_option("--csv", ea->csv, "also write the results as CSV");
-  eval->callback([&g, ea] {
-    g.run = [ea] {
-      Checkpoint ck = read_checkpoint(ea->ckpt);
-      ModernLM model = load_model(ck);
-      data::Corpus corpus = data::load_corpus(ck.config.data);
-      resolve_for_corpus(ck.config, corpus);  // the vocabulary fits the model (an HF folder may come from elsewhere)
-      check_tokenizer(ck, corpus);
-      EvalOptions opt;
-      opt.split = data::parse_split(ea->split);
-      opt.layout = data::parse_layout(ea->layout.empty() ? ck.config.data.layout : ea->layout);
-      opt.seq_len = opt.layout == data::Layout::Packed ? (ea->seq_len > 0 ? ea->seq_len : ck.config.data.seq_len) : 0;
-      opt.pronoun_window = ck.config.data.pronoun_window;
-      if (opt.seq_len > ck.config.model.max_seq_len)
-        throw InputError(fmt::format("--seq-len {} exceeds the model's max_seq_len {}", opt.seq_len,
-                                     ck.config.model.max_seq_len));
-      if (!ea->by_position.empty()) opt.by_position = parse_int_list("--by-position", ea->by_position);
-      EvalResult r = evaluate(model, corpus, opt);
-      for (const auto& range : r.ranges)  // a mean over no token is no number: refuse the range
-        if (range.tokens == 0)
-          throw InputError(fmt::format("--by-position {}: no {} target at positions {}{}", ea->by_position, ea->split,
-                                       range.lo, range.hi < 0 ? " or later" : fmt::format("-{}", range.hi - 1)),
-                           "give range starts that the split's rows reach (lmx data stats shows document lengths)");
-      Table t;
-      t.header = {"split", "layout", "tokens", "loss", "ppl", "true_nll", "true_ppl", "far_pronoun_acc",
-                  "far_sites", "near_pronoun_acc", "near_sites"};
-      t.add({ea->split, opt.layout == data::Layout::Packed ? "packed" : "doc", std::to_string(r.tokens),
-             csv_num(r.loss), csv_num(r.ppl), csv_num(r.true_nll), csv_num(r.true_ppl), csv_num(r.far_acc), std::to_string(r.far_sites),
-             csv_num(r.near_acc), std::to_string(r.near_sites)});
-      std::cout << t.markdown();
-      Table pos;
-      pos.header = {"positions", "tokens", "nll", "true_nll"};
-      for (const auto& range : r.ranges)
-        pos.add({fmt::format("{}-{}", range.lo, range.hi < 0 ? std::string("end") : std::to_string(range.hi - 1)),
-                 std::to_string(range.tokens), csv_num(range.nll), csv_num(range.true_nll)});
-      if (!r.ranges.empty()) std::cout << "\n" << pos.markdown();
-      if (!ea->csv.empty()) write_file_atomic(ea->csv, t.csv() + (r.ranges.empty() ? "" : "\n" + pos.csv()));
-      return 0;
-    };
-  });
-
-  // ---- generate ----
-  struct GenArgs {
-    std::string ckpt, prompt;
-    int max_new = 40, top_k = 0;
-    double temperature = 1.0;
-    bool no_cache = false;
-  };
-  auto ga = std::make_shared<GenArgs>();
-  auto* gen = app.add_subcommand("generate", "Sample a continuation from a checkpoint (KV cache by default)");
-  gen->add_option("checkpoint", ga->ckpt, "model.safetensors, or a Hugging Face Llama folder")->required();
-  gen->add_option("--prompt", ga->prompt, "prompt words (garden) or text; <bos> is prepended");
-  gen->add_option("--max-new", ga->max_new, "tokens to generate (stops early at <eos>)")->check(Positive);
-  gen->add_option("--temperature", ga->temperature, "sampling temperature; 0 = greedy")
-      ->check(NonNegative);
-  gen->add_option("--top-k", ga->top_k, "sample among the k most likely tokens; 0 = all")->check(NonNegative);
-  gen->add_flag("--no-cache", ga->no_cache, "recompute the whole prefix at every step");
-  gen->callback([&g, ga] {
-    g.run = [&g, ga] {
-      torch::NoGradGuard no_grad;
-      Checkpoint ck = read_checkpoint(ga->ckpt);
-      ModernLM model = load_model(ck);
-      model->eval();
-      data::Corpus corpus = data::load_corpus(ck.config.data);
-      resolve_for_corpus(ck.config, corpus);
-      check_tokenizer(ck, corpus);
-      data::Doc tokens = {corpus.vocab.bos};
-      if (!ga->prompt.empty()) {
-        data::Doc p = corpus.vocab.encode(ga->prompt);
-        tokens.insert(tokens.end(), p.begin(), p.end());
-      }
-      torch::manual_seed(g.seed >= 0 ? g.seed : 0);
-      KVCache cache;
-      const size_t prompt_len = tokens.size();
-      auto first = std::chrono::steady_clock::now();  // set when the first token (with the prompt) is out
-      for (int i = 0; i < ga->max_new && static_cast<int>(tokens.size()) < ck.config.model.max_seq_len; ++i) {
-        torch::Tensor input;
-        if (ga->no_cache || i == 0) {
-          input = torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end())).unsqueeze(0);
-          if (!ga->no_cache) cache.clear();
-        } else {
-          input = torch::tensor({static_cast<int64_t>(tokens.back())}).unsqueeze(0);
-        }
-        auto logits = model->forward(input, ga->no_cache ? nullptr : &cache).select(1, -1).squeeze(0);  // (V)
-        int64_t next;
-        if (ga->temperature == 0) {
-          next = logits.argmax().item<int64_t>();
-        } else {
-          logits = logits / ga->temperature;
-          if (ga->top_k > 0 && ga->top_k < logits.size(0)) {
-            auto kth = std::get<0>(logits.topk(ga->top_k)).min();
-            logits = logits.masked_fill(logits < kth, -INFINITY);
-          }
-          next = torch::multinomial(torch::softmax(logits, -1), 1).item<int64_t>();
-        }
-        tokens.push_back(static_cast<int32_t>(next));
-        if (i == 0) first = std::chrono::steady_clock::now();
-        if (next == corpus.vocab.eos) break;
-      }
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first).count();
-      if (const size_t n = tokens.size() - prompt_len; n > 1)  // scripts/interop/speed.sh reads this line
-        log::info("generate", "{} tokens after the first in {:.4f} s: {:.1f} tokens/s", n - 1, seconds,
-                  static_cast<double>(n - 1) / seconds);
-      data::Doc prompt(tokens.begin(), tokens.begin() + prompt_len);
-      data::Doc cont(tokens.begin() + prompt_len, tokens.end());
-      std::cout << corpus.vocab.decode(prompt) << " | " << corpus.vocab.decode(cont) << "\n";
-      return 0;
-    };
-  });
+void add_train_command(CLI::App& app, Globals& g) {
+  auto o = std::make_shared<TrainOptions>();
+  auto* cmd = app.add_subcommand("train", "Train a config with one or more seeds; writes metrics, checkpoints, summary.csv");
+  cmd->add_option("config", o->config, "config file (YAML)");
+  add_seeds_option(cmd, o->seeds, "comma-separated seeds, e.g. 0,1,2 (each: init and data order)");
+  cmd->add_option("--n-seeds", o->n_seeds, "run seeds seed..seed+N-1 (default 1)")->check(Positive);
+  add_set_option(cmd, o->sets);
+  cmd->add_option("--resume", o->resume,
+                  "continue an interrupted `lmx train` in this output directory (finished seeds are kept)");
+  cmd->add_option("--init-from", o->init_from,
+                  "start from these weights instead of a fresh init: a model.safetensors or a Hugging Face Llama "
+                  "folder (lmx export --hf); the config must build the same shapes");
+  cmd->add_flag("--no-memory-check", o->no_memory_check, "train even when the memory estimate exceeds MemAvailable");
+  on_run(cmd, g, o, run_train);
 }
 
 }  // namespace lmx::cli

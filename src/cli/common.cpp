@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "model/checkpoint.h"
+#include "train/summary.h"
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/log_sink.h"
@@ -164,6 +166,13 @@ std::string sweep_out_dir(const std::string& resume, const std::string& out, con
   check_writable(resume);
   open_folder_log(resume);
   return resume;
+}
+
+void write_summary(const std::string& out, const Table& seeds) {
+  write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(seeds).csv());
+  const std::string md = summary_markdown(seeds);
+  write_file_atomic((fs::path(out) / "summary.md").string(), md);
+  std::cout << md;
 }
 
 void check_tokenizer(const Checkpoint& ck, const data::Corpus& corpus) {

@@ -6,6 +6,7 @@
 
 namespace lmx {
 struct Checkpoint;  // model/checkpoint.h
+struct Table;       // util/csv.h
 namespace data {
 struct Corpus;  // data/corpus.h
 }
@@ -51,6 +52,9 @@ void check_writable(const std::string& dir);
 // checking it holds an interrupted sweep (runs/) and is writable (and opening its log); otherwise --out (or
 // runs/<default_name>-<stamp>) prepared by prepare_out_dir.
 std::string sweep_out_dir(const std::string& resume, const std::string& out, const std::string& default_name);
+
+// summary.csv (seed rows + aggregates) and summary.md in out; the Markdown also to stdout.
+void write_summary(const std::string& out, const Table& seeds);
 
 // InputError (exit 2) when the file system of dir has less than needed_bytes free.
 void check_free_space(const std::string& dir, double needed_bytes, const std::string& what);

@@ -4,7 +4,6 @@
 #include <torch/version.h>
 
 #include <algorithm>
-#include <functional>
 #include <iostream>
 
 #include "cli/app.h"
@@ -73,6 +72,56 @@ int error_exit(const lmx::Error& e) {
   return e.exit_code();
 }
 
+// Every verb, in the order `lmx --help` lists them.
+void add_verbs(CLI::App& app, lmx::cli::Globals& g) {
+  using namespace lmx::cli;
+  add_config_commands(app, g);
+  add_list_command(app, g);
+  add_train_command(app, g);
+  add_eval_command(app, g);
+  add_generate_command(app, g);
+  add_sweep_command(app, g);
+  add_extrapolate_command(app, g);
+  add_ablate_command(app, g);
+  add_compare_command(app, g);
+  add_uptrain_command(app, g);
+  add_export_command(app, g);
+  add_launch_command(app, g);
+  add_data_commands(app, g);
+  add_sizes_commands(app, g);
+  add_probe_command(app, g);
+  add_bench_command(app, g);
+}
+
+// After parsing: the global options applied (log, threads, device, GEMM), then the chosen verb.
+int apply_globals_and_run(const CLI::App& app, lmx::cli::Globals& g) {
+  using namespace lmx;
+  log::init(g.quiet ? -1 : g.verbose);
+  if (!g.log_file.empty()) {
+    const std::string why = log_sink::open_file(g.log_file, false);
+    if (!why.empty()) throw InputError(fmt::format("--log-file {}: cannot open: {}", g.log_file, why));
+  }
+  g.device_given = app.get_option("--device")->count() > 0;
+  const int threads = g.threads > 0 ? g.threads : runtime::default_threads();
+  if (threads > runtime::max_threads())
+    throw InputError(fmt::format("{} {}: at most {} threads (4 x this machine's {} cores)",
+                                 g.threads > 0 ? "--threads" : "OMP_NUM_THREADS", threads, runtime::max_threads(),
+                                 runtime::max_threads() / 4),
+                     "leave --threads out for the default");
+  runtime::set_threads(threads);
+  runtime::check_device(g.device);
+  gemm::active();  // a bad LMX_GEMM fails here, before any work
+  if (g.version) {
+    print_version();
+    return 0;
+  }
+  if (!g.run) {
+    std::cout << app.help();
+    return 2;
+  }
+  return g.run();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,41 +137,8 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.require_subcommand(0, 1);
   cli::Globals g;
-  bool version = false;
-  app.add_flag("--version", version, "print versions of lmx, LibTorch, the BLAS in use, threads, CUDA");
-  app.add_option("--threads", g.threads, "intra-op threads for LibTorch and OpenBLAS (default: this process's cores up to 2, or OMP_NUM_THREADS)")
-      ->check(cli::Positive);
-  auto* device_opt = app.add_option("--device", g.device, "cpu or cuda (cuda needs a CUDA build of LibTorch)");
-  app.add_option("--seed", g.seed, "base seed for the verbs that take one")
-      ->check(cli::numeric_check([](double v) { return v >= 0 && v < 9.2e18; }, ">= 0 (a 64-bit integer)"));
-  app.add_option("--out", g.out, "output directory for results");
-  app.add_flag("-v,--verbose", g.verbose, "more log lines");
-  app.add_flag("-q,--quiet", g.quiet, "only warnings and errors on stderr");
-  std::string log_file;
-  app.add_option("--log-file", log_file, "also write the log lines to this file, with date and time (appended)");
-  cli::add_config_commands(app, g);
-  cli::add_list_command(app, g);
-  cli::add_train_commands(app, g);
-  cli::add_sweep_command(app, g);
-  cli::add_extrapolate_command(app, g);
-  cli::add_ablate_command(app, g);
-  cli::add_compare_command(app, g);
-  cli::add_uptrain_command(app, g);
-  cli::add_export_command(app, g);
-  cli::add_launch_command(app, g);
-  cli::add_data_commands(app, g);
-  cli::add_sizes_commands(app, g);
-  cli::add_probe_commands(app, g);
-  cli::add_bench_command(app, g);
-
-  // A repeatable --set takes one value per use, so `lmx train --set k=v CONFIG` does not read
-  // CONFIG as a second override: the order of --set and the positional does not matter.
-  std::function<void(CLI::App*)> one_value_per_set = [&](CLI::App* a) {
-    for (CLI::Option* o : a->get_options([](CLI::Option* o) { return o->get_name() == "--set"; }))
-      o->allow_extra_args(false);
-    for (CLI::App* sub : a->get_subcommands([](CLI::App*) { return true; })) one_value_per_set(sub);
-  };
-  one_value_per_set(&app);
+  cli::add_global_options(app, g);
+  add_verbs(app, g);
 
   try {
     app.parse(argc, argv);
@@ -138,30 +154,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    log::init(g.quiet ? -1 : g.verbose);
-    if (!log_file.empty()) {
-      const std::string why = log_sink::open_file(log_file, false);
-      if (!why.empty()) throw InputError(fmt::format("--log-file {}: cannot open: {}", log_file, why));
-    }
-    g.device_given = device_opt->count() > 0;
-    const int threads = g.threads > 0 ? g.threads : runtime::default_threads();
-    if (threads > runtime::max_threads())
-      throw InputError(fmt::format("{} {}: at most {} threads (4 x this machine's {} cores)",
-                                   g.threads > 0 ? "--threads" : "OMP_NUM_THREADS", threads, runtime::max_threads(),
-                                   runtime::max_threads() / 4),
-                       "leave --threads out for the default");
-    runtime::set_threads(threads);
-    runtime::check_device(g.device);
-    gemm::active();  // a bad LMX_GEMM fails here, before any work
-    if (version) {
-      print_version();
-      return 0;
-    }
-    if (!g.run) {
-      std::cout << app.help();
-      return 2;
-    }
-    return g.run();
+    return apply_globals_and_run(app, g);
   } catch (const Error& e) {
     return error_exit(e);
   } catch (const c10::Error& e) {
