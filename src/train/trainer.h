@@ -98,6 +98,10 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
                       const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss = false,
                       const std::string& precision = "fp32", int64_t global_tokens = -1);
 
+// After a step that took no update (StepResult::stepped false): ", first non-finite gradient in
+// NAME (parameter group GROUP)" for the first parameter whose gradient is not finite; "" if none is.
+std::string bad_gradient_note(ModernLM& model);
+
 double peak_rss_mib();
 
 }  // namespace lmx
