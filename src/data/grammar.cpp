@@ -98,7 +98,21 @@ std::string grammar_path(const std::string& spec) {
   return builtin;
 }
 
-Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
+namespace {
+
+// A grammar while it is read: the parts that exist before word and rule ids do.
+struct GrammarDraft {
+  std::string source;
+  std::set<std::string> words;                   // every word, for the vocabulary
+  std::vector<std::vector<std::string>> forms;   // per slot, its word per gender
+  std::vector<std::string> names;                // rule names, in file order
+  std::map<std::string, int> rule_index;
+  std::vector<std::vector<RawChoice>> raw;       // per rule
+  std::vector<std::vector<int>> edges;           // rule -> the rules its choices use
+};
+
+// The document as YAML: a mapping with exactly the keys start, slots, rules.
+YAML::Node grammar_root(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
     root = load_single_document(yaml_text, source);
@@ -117,18 +131,15 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
   }
   for (const auto& key : top_keys)
     if (!root[key]) fail(source, fmt::format("missing key '{}'", key));
+  return root;
+}
 
-  Grammar g;
-  g.source = source;
-
-  // Slots: name -> {gender: word}; every slot has the same genders.
-  const YAML::Node slots = root["slots"];
-  if (!slots.IsMap() || slots.size() == 0) fail(yaml_at(source, slots), "slots: expected a mapping slot -> {gender: word}");
-  std::set<std::string> words;
-  std::vector<std::vector<std::string>> form_words;
+// Slots: name -> {gender: word}; every slot has the same genders.
+void read_slots(const YAML::Node& slots, Grammar& g, GrammarDraft& d) {
+  if (!slots.IsMap() || slots.size() == 0) fail(yaml_at(d.source, slots), "slots: expected a mapping slot -> {gender: word}");
   for (const auto& kv : slots) {
     auto name = kv.first.as<std::string>();
-    const std::string where = yaml_at(source, kv.second) + ": slots." + name;
+    const std::string where = yaml_at(d.source, kv.second) + ": slots." + name;
     if (!kv.second.IsMap() || kv.second.size() == 0) fail(where, "expected a mapping gender -> word");
     auto genders = keys_of(kv.second);
     if (g.genders.empty()) g.genders = genders;
@@ -138,155 +149,164 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
     for (const auto& f : kv.second) {
       auto w = f.second.IsScalar() ? f.second.Scalar() : "";
       if (!is_word(w)) fail(where + "." + f.first.as<std::string>(), fmt::format("'{}' is not a lowercase word", w));
-      words.insert(w);
+      d.words.insert(w);
       forms.push_back(w);
     }
     g.slots.push_back(name);
-    form_words.push_back(forms);
+    d.forms.push_back(forms);
   }
+}
 
-  // Rules: names first, so that choices can refer to rules defined later.
-  const YAML::Node rules = root["rules"];
-  if (!rules.IsMap() || rules.size() == 0) fail(yaml_at(source, rules), "rules: expected a mapping Name -> list of choices");
-  std::vector<std::string> names = keys_of(rules);
-  std::map<std::string, int> rule_index;
-  if (names.size() > kMaxRules)
-    fail(yaml_at(source, rules), fmt::format("{} rules, more than the {} allowed", names.size(), kMaxRules));
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i].empty() || !std::isupper(static_cast<unsigned char>(names[i][0])))
-      fail(yaml_at(source, rules) + ": rules." + names[i], "rule names start with a capital letter");
-    if (!rule_index.emplace(names[i], static_cast<int>(i)).second)
-      fail(yaml_at(source, rules) + ": rules." + names[i], "the rule is defined twice");
+// Rule names first, so that choices can refer to rules defined later.
+void read_rule_names(const YAML::Node& rules, GrammarDraft& d) {
+  if (!rules.IsMap() || rules.size() == 0) fail(yaml_at(d.source, rules), "rules: expected a mapping Name -> list of choices");
+  d.names = keys_of(rules);
+  if (d.names.size() > kMaxRules)
+    fail(yaml_at(d.source, rules), fmt::format("{} rules, more than the {} allowed", d.names.size(), kMaxRules));
+  for (size_t i = 0; i < d.names.size(); ++i) {
+    if (d.names[i].empty() || !std::isupper(static_cast<unsigned char>(d.names[i][0])))
+      fail(yaml_at(d.source, rules) + ": rules." + d.names[i], "rule names start with a capital letter");
+    if (!d.rule_index.emplace(d.names[i], static_cast<int>(i)).second)
+      fail(yaml_at(d.source, rules) + ": rules." + d.names[i], "the rule is defined twice");
   }
+  d.raw.assign(d.names.size(), {});
+  d.edges.assign(d.names.size(), {});
+}
 
-  std::vector<std::vector<RawChoice>> raw(names.size());
-  std::vector<std::vector<int>> edges(names.size());
+// "<weight> <symbols...>": a word, a Rule, a $slot, and a final @gender binding.
+RawChoice read_choice(const std::string& text, const std::string& where, int rule, const Grammar& g, GrammarDraft& d) {
+  std::istringstream in(text);
+  std::string tok;
+  in >> tok;
+  double weight = 0;
+  try {
+    size_t used = 0;
+    weight = std::stod(tok, &used);
+    if (used != tok.size()) throw std::invalid_argument(tok);
+  } catch (const std::exception&) {
+    fail(where, fmt::format("expected a weight first, got '{}'", tok));
+  }
+  if (!(weight > 0) || !std::isfinite(weight)) fail(where, fmt::format("weight must be > 0, got {}", tok));
+  RawChoice choice{weight, {}, -1, where};
+  while (in >> tok) {
+    if (choice.bind >= 0) fail(where, fmt::format("'{}' after the binding: @gender must come last", tok));
+    if (tok[0] == '@') {
+      auto gender = tok.substr(1);
+      auto it = std::find(g.genders.begin(), g.genders.end(), gender);
+      if (it == g.genders.end())
+        fail(where, fmt::format("unknown gender '{}'; the slots define: {}", gender, join(g.genders)));
+      choice.bind = static_cast<int>(it - g.genders.begin());
+    } else if (tok[0] == '$') {
+      auto name = tok.substr(1);
+      if (std::find(g.slots.begin(), g.slots.end(), name) == g.slots.end()) {
+        auto near = closest(name, g.slots);
+        fail(where, fmt::format("unknown slot '{}'{}", tok, near.empty() ? "" : " (did you mean '$" + near + "'?)"));
+      }
+      choice.seq.push_back({Symbol::Slot, name});
+    } else if (std::isupper(static_cast<unsigned char>(tok[0]))) {
+      if (!d.rule_index.count(tok)) {
+        auto near = closest(tok, d.names);
+        fail(where, fmt::format("unknown rule '{}'{}", tok, near.empty() ? "" : " (did you mean '" + near + "'?)"));
+      }
+      choice.seq.push_back({Symbol::Rule, tok});
+      d.edges[rule].push_back(d.rule_index[tok]);
+    } else {
+      if (!is_word(tok))
+        fail(where, fmt::format("'{}' is not a word (lowercase letters, digits, punctuation), a Rule, $slot or @gender", tok));
+      d.words.insert(tok);
+      choice.seq.push_back({Symbol::Word, tok});
+    }
+  }
+  if (choice.bind >= 0 && choice.seq.empty()) fail(where, "an empty choice cannot bind a gender");
+  return choice;
+}
+
+// Every rule's list of choices.
+void read_rules(const YAML::Node& rules, const Grammar& g, GrammarDraft& d) {
   size_t r = 0;
   for (const auto& kv : rules) {
-    const std::string rule_key = "rules." + names[r];
+    const std::string rule_key = "rules." + d.names[r];
     if (!kv.second.IsSequence() || kv.second.size() == 0)
-      fail(yaml_at(source, kv.second) + ": " + rule_key, "expected a list of choices \"<weight> <symbols...>\"");
+      fail(yaml_at(d.source, kv.second) + ": " + rule_key, "expected a list of choices \"<weight> <symbols...>\"");
     for (size_t c = 0; c < kv.second.size(); ++c) {
       const YAML::Node node = kv.second[c];
-      const std::string where = fmt::format("{}: {}[{}]", yaml_at(source, node), rule_key, c);
+      const std::string where = fmt::format("{}: {}[{}]", yaml_at(d.source, node), rule_key, c);
       if (!node.IsScalar()) fail(where, "a choice is one string \"<weight> <symbols...>\"");
-      std::istringstream in(node.Scalar());
-      std::string tok;
-      in >> tok;
-      double weight = 0;
-      try {
-        size_t used = 0;
-        weight = std::stod(tok, &used);
-        if (used != tok.size()) throw std::invalid_argument(tok);
-      } catch (const std::exception&) {
-        fail(where, fmt::format("expected a weight first, got '{}'", tok));
-      }
-      if (!(weight > 0) || !std::isfinite(weight)) fail(where, fmt::format("weight must be > 0, got {}", tok));
-      RawChoice choice{weight, {}, -1, where};
-      while (in >> tok) {
-        if (choice.bind >= 0) fail(where, fmt::format("'{}' after the binding: @gender must come last", tok));
-        if (tok[0] == '@') {
-          auto gender = tok.substr(1);
-          auto it = std::find(g.genders.begin(), g.genders.end(), gender);
-          if (it == g.genders.end())
-            fail(where, fmt::format("unknown gender '{}'; the slots define: {}", gender, join(g.genders)));
-          choice.bind = static_cast<int>(it - g.genders.begin());
-        } else if (tok[0] == '$') {
-          auto name = tok.substr(1);
-          if (std::find(g.slots.begin(), g.slots.end(), name) == g.slots.end()) {
-            auto near = closest(name, g.slots);
-            fail(where, fmt::format("unknown slot '{}'{}", tok, near.empty() ? "" : " (did you mean '$" + near + "'?)"));
-          }
-          choice.seq.push_back({Symbol::Slot, name});
-        } else if (std::isupper(static_cast<unsigned char>(tok[0]))) {
-          if (!rule_index.count(tok)) {
-            auto near = closest(tok, names);
-            fail(where, fmt::format("unknown rule '{}'{}", tok, near.empty() ? "" : " (did you mean '" + near + "'?)"));
-          }
-          choice.seq.push_back({Symbol::Rule, tok});
-          edges[r].push_back(rule_index[tok]);
-        } else {
-          if (!is_word(tok))
-            fail(where, fmt::format("'{}' is not a word (lowercase letters, digits, punctuation), a Rule, $slot or @gender", tok));
-          words.insert(tok);
-          choice.seq.push_back({Symbol::Word, tok});
-        }
-      }
-      if (choice.bind >= 0 && choice.seq.empty()) fail(where, "an empty choice cannot bind a gender");
-      raw[r].push_back(std::move(choice));
+      d.raw[r].push_back(read_choice(node.Scalar(), where, static_cast<int>(r), g, d));
     }
     ++r;
   }
+}
 
-  const YAML::Node start = root["start"];
-  if (!start.IsScalar() || !rule_index.count(start.Scalar()))
-    fail(yaml_at(source, start) + ": start", fmt::format("'{}' is not a rule", start.IsScalar() ? start.Scalar() : ""));
-  g.start = rule_index[start.Scalar()];
-
-  if (auto cycle = find_cycle(edges, names); !cycle.empty())
-    fail(source + ": rules", "recursion is not allowed (the walk must end): " + cycle);
-  std::vector<bool> reached(names.size(), false);
+// No recursion, every rule reachable from start.
+void check_rule_graph(const GrammarDraft& d, int start) {
+  if (auto cycle = find_cycle(d.edges, d.names); !cycle.empty())
+    fail(d.source + ": rules", "recursion is not allowed (the walk must end): " + cycle);
+  std::vector<bool> reached(d.names.size(), false);
   std::function<void(int)> reach = [&](int u) {
     if (reached[u]) return;
     reached[u] = true;
-    for (int v : edges[u]) reach(v);
+    for (int v : d.edges[u]) reach(v);
   };
-  reach(g.start);
-  for (size_t i = 0; i < names.size(); ++i)
-    if (!reached[i]) fail(source + ": rules." + names[i], "never used: not reachable from start");
-  // Bounded documents: rules that expand exponentially (A: B B, B: C C, ...) would generate
-  // documents of millions of words. Longest document and deepest rule nesting, over the DAG.
-  {
-    std::vector<double> longest(names.size(), -1);
-    std::vector<int> depth(names.size(), 0);
-    std::function<void(int)> measure = [&](int u) {
-      if (longest[u] >= 0) return;
-      double most = 0;
-      int deepest = 0;
-      for (const auto& c : raw[u]) {
-        double len = 0;
-        for (const auto& s : c.seq) {
-          if (s.kind != Symbol::Rule) { len += 1; continue; }
-          const int v = rule_index.at(s.name);
-          measure(v);
-          len += longest[v];
-          deepest = std::max(deepest, depth[v]);
-        }
-        most = std::max(most, len);
-      }
-      longest[u] = std::min(most, 1e18);
-      depth[u] = deepest + 1;
-    };
-    measure(g.start);
-    if (depth[g.start] > kMaxDepth)
-      fail(source + ": rules", fmt::format("rules nest {} deep from {}, more than the {} allowed", depth[g.start],
-                                           names[g.start], kMaxDepth));
-    if (longest[g.start] > kMaxDocWords)
-      fail(source + ": rules", fmt::format("the longest document has {:.0f} words, more than the {} allowed "
-                                           "(rules that repeat rules multiply)", longest[g.start], kMaxDocWords));
-  }
+  reach(start);
+  for (size_t i = 0; i < d.names.size(); ++i)
+    if (!reached[i]) fail(d.source + ": rules." + d.names[i], "never used: not reachable from start");
+}
 
-  // Vocabulary: specials first, then every word in byte order.
+// Bounded documents: rules that expand exponentially (A: B B, B: C C, ...) would generate
+// documents of millions of words. Longest document and deepest rule nesting, over the DAG.
+void check_document_bounds(const GrammarDraft& d, int start) {
+  std::vector<double> longest(d.names.size(), -1);
+  std::vector<int> depth(d.names.size(), 0);
+  std::function<void(int)> measure = [&](int u) {
+    if (longest[u] >= 0) return;
+    double most = 0;
+    int deepest = 0;
+    for (const auto& c : d.raw[u]) {
+      double len = 0;
+      for (const auto& s : c.seq) {
+        if (s.kind != Symbol::Rule) { len += 1; continue; }
+        const int v = d.rule_index.at(s.name);
+        measure(v);
+        len += longest[v];
+        deepest = std::max(deepest, depth[v]);
+      }
+      most = std::max(most, len);
+    }
+    longest[u] = std::min(most, 1e18);
+    depth[u] = deepest + 1;
+  };
+  measure(start);
+  if (depth[start] > kMaxDepth)
+    fail(d.source + ": rules", fmt::format("rules nest {} deep from {}, more than the {} allowed", depth[start],
+                                             d.names[start], kMaxDepth));
+  if (longest[start] > kMaxDocWords)
+    fail(d.source + ": rules", fmt::format("the longest document has {:.0f} words, more than the {} allowed "
+                                             "(rules that repeat rules multiply)", longest[start], kMaxDocWords));
+}
+
+// Vocabulary (specials first, then every word in byte order), the slots' word ids, and the
+// rules with normalized weights and ids.
+void build_grammar(Grammar& g, const GrammarDraft& d) {
   g.vocab.words = {"<pad>", "<bos>", "<eos>"};
   g.vocab.pad = 0, g.vocab.bos = 1, g.vocab.eos = 2;
-  for (const auto& w : words) g.vocab.words.push_back(w);
+  for (const auto& w : d.words) g.vocab.words.push_back(w);
   std::map<std::string, int32_t> word_id;
   for (size_t i = 0; i < g.vocab.words.size(); ++i) word_id[g.vocab.words[i]] = static_cast<int32_t>(i);
-  for (const auto& forms : form_words) {
+  for (const auto& forms : d.forms) {
     std::vector<int32_t> ids;
     for (const auto& w : forms) ids.push_back(word_id.at(w));
     g.forms.push_back(ids);
   }
-
-  for (size_t i = 0; i < names.size(); ++i) {
-    Rule rule{names[i], {}};
+  for (size_t i = 0; i < d.names.size(); ++i) {
+    Rule rule{d.names[i], {}};
     double total = 0;
-    for (const auto& c : raw[i]) total += c.weight;
-    for (const auto& c : raw[i]) {
+    for (const auto& c : d.raw[i]) total += c.weight;
+    for (const auto& c : d.raw[i]) {
       Choice choice{c.weight / total, {}, c.bind, c.where};
       for (const auto& s : c.seq) {
         int32_t id = s.kind == Symbol::Word ? word_id.at(s.name)
-                   : s.kind == Symbol::Rule ? rule_index.at(s.name)
+                   : s.kind == Symbol::Rule ? d.rule_index.at(s.name)
                    : static_cast<int32_t>(std::find(g.slots.begin(), g.slots.end(), s.name) - g.slots.begin());
         choice.seq.push_back({s.kind, id});
       }
@@ -294,6 +314,27 @@ Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
     }
     g.rules.push_back(std::move(rule));
   }
+}
+
+}  // namespace
+
+Grammar parse_grammar(const std::string& yaml_text, const std::string& source) {
+  const YAML::Node root = grammar_root(yaml_text, source);
+  Grammar g;
+  g.source = source;
+  GrammarDraft d;
+  d.source = source;
+  read_slots(root["slots"], g, d);
+  const YAML::Node rules = root["rules"];
+  read_rule_names(rules, d);
+  read_rules(rules, g, d);
+  const YAML::Node start = root["start"];
+  if (!start.IsScalar() || !d.rule_index.count(start.Scalar()))
+    fail(yaml_at(source, start) + ": start", fmt::format("'{}' is not a rule", start.IsScalar() ? start.Scalar() : ""));
+  g.start = d.rule_index[start.Scalar()];
+  check_rule_graph(d, g.start);
+  check_document_bounds(d, g.start);
+  build_grammar(g, d);
   return g;
 }
 

@@ -79,6 +79,45 @@ ProbeResult probe_kv_decode(const ProbeOptions& opt) {
   return res;
 }
 
+namespace {
+
+// Layer 0's attention of an MLA model.
+std::shared_ptr<MultiHeadLatentAttentionImpl> mla_layer0(ModernLM& model) {
+  auto a = std::dynamic_pointer_cast<MultiHeadLatentAttentionImpl>(model->attention(0));
+  if (!a) throw RuntimeError("mla probe: layer 0 is not multi-head latent attention");
+  return a;
+}
+
+// Cached numbers per token per layer: the probe model as MLA, MHA, GQA and MQA, and
+// DeepSeek-V2 as MLA and as MHA.
+Table mla_cache_table(const ModelConfig& m) {
+  Table c;
+  c.header = {"model", "attention", "cached per token per layer", "what", "vs MHA"};
+  auto add_cache = [&](const std::string& name, const ModelConfig& cfg) {
+    const int64_t n = kv_cache_size(cfg).per_token_per_layer;
+    const std::string what = cfg.attention == "mla"
+                                 ? fmt::format("latent {} + RoPE key {}", cfg.mla_kv_rank, cfg.mla_rope_dim)
+                                 : fmt::format("2 × {} KV heads × {}", cfg.kv_heads(), cfg.dim_head());
+    c.add({name, attention_kind(cfg), std::to_string(n), what,
+           fixed(static_cast<double>(n) / mha_per_token_per_layer(cfg), 4)});
+  };
+  add_cache("probe model", m);
+  for (int k : {static_cast<int>(m.n_heads), 2, 1}) {
+    ModelConfig g = m;
+    g.attention = "mha";
+    g.n_kv_heads = k;
+    add_cache("probe model", g);
+  }
+  Config ds = load_probe_config("configs/models/deepseek-v2.yaml");
+  add_cache(ds.name, ds.model);
+  ModelConfig ds_mha = ds.model;
+  ds_mha.attention = "mha";
+  add_cache(ds.name + " as MHA", ds_mha);
+  return c;
+}
+
+}  // namespace
+
 ProbeResult probe_mla(const ProbeOptions& opt) {
   torch::NoGradGuard no_grad;
   ModelConfig m;  // textbook sizes: d 64, 4 heads × 16, biases; MLA rank 32, RoPE part 8
@@ -89,11 +128,6 @@ ProbeResult probe_mla(const ProbeOptions& opt) {
   const int64_t T = 16;
   torch::manual_seed(opt.seed);
   auto x = torch::randn({1, T, m.d_model});  // (B, T, C)
-  auto mla_of = [](ModernLM& model) {
-    auto a = std::dynamic_pointer_cast<MultiHeadLatentAttentionImpl>(model->attention(0));
-    if (!a) throw RuntimeError("mla probe: layer 0 is not multi-head latent attention");
-    return a;
-  };
   Table t;
   t.header = {"comparison", "max |Δ|", "max |score|", "expected"};
   {
@@ -101,14 +135,14 @@ ProbeResult probe_mla(const ProbeOptions& opt) {
     nope.position = "none";  // no RoPE part at all
     torch::manual_seed(opt.seed + 1);
     ModernLM model(nope);
-    auto a = mla_of(model);
+    auto a = mla_layer0(model);
     auto naive = a->scores(x, /*absorbed=*/false), absorbed = a->scores(x, /*absorbed=*/true);  // (B, H, T, T)
     t.add({"no RoPE: k from the latent vs W_UK absorbed into q", sci(max_abs(naive, absorbed)),
            fixed(naive.abs().max().item<double>(), 4), "≈ 0"});
   }
   torch::manual_seed(opt.seed + 1);
   ModernLM model(m);
-  auto a = mla_of(model);
+  auto a = mla_layer0(model);
   {
     auto [exact, absorbed] = a->rope_on_keys_scores(x);
     t.add({"RoPE on the keys, absorbed naively ((R_i q)ᵀ W_UK c_j)", sci(max_abs(exact, absorbed)),
@@ -130,30 +164,9 @@ ProbeResult probe_mla(const ProbeOptions& opt) {
            fixed(naive.abs().max().item<double>(), 4), "≈ 0"});
   }
 
-  Table c;
-  c.header = {"model", "attention", "cached per token per layer", "what", "vs MHA"};
-  auto add_cache = [&](const std::string& name, const ModelConfig& cfg) {
-    const int64_t n = kv_cache_size(cfg).per_token_per_layer;
-    const std::string what = cfg.attention == "mla"
-                                 ? fmt::format("latent {} + RoPE key {}", cfg.mla_kv_rank, cfg.mla_rope_dim)
-                                 : fmt::format("2 × {} KV heads × {}", cfg.kv_heads(), cfg.dim_head());
-    c.add({name, attention_kind(cfg), std::to_string(n), what,
-           fixed(static_cast<double>(n) / mha_per_token_per_layer(cfg), 4)});
-  };
   if (a->cached_per_token() != kv_cache_size(m).per_token_per_layer)
     throw RuntimeError("mla probe: the module's cached_per_token disagrees with sizes.h");
-  add_cache("probe model", m);
-  for (int k : {static_cast<int>(m.n_heads), 2, 1}) {
-    ModelConfig g = m;
-    g.attention = "mha";
-    g.n_kv_heads = k;
-    add_cache("probe model", g);
-  }
-  Config ds = load_probe_config("configs/models/deepseek-v2.yaml");
-  add_cache(ds.name, ds.model);
-  ModelConfig ds_mha = ds.model;
-  ds_mha.attention = "mha";
-  add_cache(ds.name + " as MHA", ds_mha);
+  const Table c = mla_cache_table(m);
 
   ProbeResult res;
   res.tables.push_back({"mla_scores", "MLA scores (d 64, 4 heads × 16, latent 32, RoPE part 8, biases; T = 16)", t});

@@ -1,9 +1,6 @@
 #include "experiments/sweep.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,62 +25,9 @@
 #include "util/runtime.h"
 #include "util/signals.h"
 
-extern char** environ;
-
 namespace fs = std::filesystem;
 
 namespace lmx {
-
-int spawn_self(const std::vector<std::string>& args, const std::string& log_path, bool append,
-               const std::vector<std::string>& env) {
-  // argv[0] names the binary for ps and logs; the program comes from the file opened at start.
-  std::vector<std::string> argv_s = {runtime::self_path()};
-  const std::string exec_path = runtime::self_exec_path();
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // This environment, with env's keys replaced; built here, not between fork and exec.
-  std::vector<std::string> env_s = env;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry = *e;
-    const std::string key = entry.substr(0, entry.find('=') + 1);
-    if (std::none_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(key, 0) == 0; }))
-      env_s.push_back(entry);
-  }
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (!log_path.empty()) {
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
-                                     O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  }
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // The child starts with SIGINT / SIGTERM unblocked (this process blocks them in every
-  // thread, and exec keeps the mask); its own main blocks them again for its signal thread.
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exec_path.c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw RuntimeError(fmt::format("cannot start {}: {}", argv_s[0], std::strerror(rc)));
-  signals::add_child(pid);
-  return pid;
-}
-
-int exit_code(int wstatus) {
-  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
-  if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
-  return 1;
-}
 
 namespace {
 
@@ -203,47 +147,44 @@ Table merge_shards(const std::vector<std::string>& dirs, std::string* spec) {
   return merged;
 }
 
-SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<uint64_t>& seeds,
-                      const SweepOptions& opt) {
-  const fs::path out(opt.out);
-  // LMX_JOBSERVER: every run also holds one of the slots shared with other processes (checked
-  // before anything is written).
-  std::optional<Jobserver> slots = Jobserver::from_env();
-  // A sweep's runs are single processes, also when the sweep itself runs under srun/torchrun.
-  setenv("LMX_DIST", "0", 1);
-  fs::create_directories(out / "configs");
-  fs::create_directories(out / "runs");
-  fs::create_directories(out / "logs");
-  // Resume continues the same sweep: other seeds, points or shards would drop finished runs.
-  const fs::path meta_path = out / "shard.json";
-  if (opt.resume && fs::exists(meta_path)) {
-    nlohmann::json before;
-    try {
-      before = nlohmann::json::parse(read_text(meta_path));
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(fmt::format("{}: {}", meta_path.string(), e.what()), "the file is written by lmx sweep");
-    }
-    const nlohmann::json now = {{"seeds", seeds},
-                                {"total_runs", static_cast<int64_t>(points.size() * seeds.size())},
-                                {"shard", opt.shard},
-                                {"shards", std::max(1, opt.shards)}};
-    for (const auto& [key, value] : now.items())
-      if (!before.contains(key) || before[key] != value)
-        throw InputError(fmt::format("{}: the sweep to resume has {} {}, this invocation {}", opt.out, key,
-                                     before.contains(key) ? before[key].dump() : "none", value.dump()),
-                         "resume with the same spec, --set, --seeds and --shard (or start a new sweep with another --out)");
-  }
-  const int cores = runtime::available_cores();
-  const int jobs = std::max(1, opt.jobs);
-  const int threads = opt.threads > 0 ? opt.threads : std::max(1, cores / jobs);
+namespace {
 
-  struct Run {
-    std::string name, config, dir, log;
-    uint64_t seed;
-    std::string id;
-    int64_t index;  // in the whole sweep (grid point-major, seed-minor)
-  };
-  std::vector<Run> runs;
+// One run of a sweep: a grid point's config with one seed, in its own directory.
+struct SweepRun {
+  std::string name, config, dir, log;
+  uint64_t seed;
+  std::string id;
+  int64_t index;  // in the whole sweep (grid point-major, seed-minor)
+};
+
+// Resume continues the same sweep: other seeds, points or shards would drop finished runs.
+void check_same_sweep(const std::vector<GridPoint>& points, const std::vector<uint64_t>& seeds,
+                      const SweepOptions& opt) {
+  const fs::path meta_path = fs::path(opt.out) / "shard.json";
+  if (!fs::exists(meta_path)) return;
+  nlohmann::json before;
+  try {
+    before = nlohmann::json::parse(read_text(meta_path));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: {}", meta_path.string(), e.what()), "the file is written by lmx sweep");
+  }
+  const nlohmann::json now = {{"seeds", seeds},
+                              {"total_runs", static_cast<int64_t>(points.size() * seeds.size())},
+                              {"shard", opt.shard},
+                              {"shards", std::max(1, opt.shards)}};
+  for (const auto& [key, value] : now.items())
+    if (!before.contains(key) || before[key] != value)
+      throw InputError(fmt::format("{}: the sweep to resume has {} {}, this invocation {}", opt.out, key,
+                                   before.contains(key) ? before[key].dump() : "none", value.dump()),
+                       "resume with the same spec, --set, --seeds and --shard (or start a new sweep with another --out)");
+}
+
+// This shard's runs, each grid point's config written to configs/ first; total receives the
+// number of runs of the whole sweep.
+std::vector<SweepRun> plan_runs(const std::vector<GridPoint>& points, const std::vector<uint64_t>& seeds,
+                                const SweepOptions& opt, int64_t& total) {
+  const fs::path out(opt.out);
+  std::vector<SweepRun> runs;
   int64_t index = 0;
   for (size_t i = 0; i < points.size(); ++i) {
     const std::string cfg_path = (out / "configs" / fmt::format("{:03d}-{}.yaml", i, slug(points[i].name))).string();
@@ -261,125 +202,193 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
                       seed, id, k});
     }
   }
-  {
-    // What `lmx sweep --merge` needs to combine the shards.
-    nlohmann::ordered_json meta;
-    meta["spec"] = opt.spec;
-    meta["shard"] = opt.shard;
-    meta["shards"] = std::max(1, opt.shards);
-    meta["seeds"] = seeds;
-    meta["total_runs"] = index;
-    meta["runs"] = nlohmann::json::array();
-    for (const auto& r : runs) meta["runs"].push_back({{"index", r.index}, {"id", r.id}, {"point", r.name}, {"seed", r.seed}});
-    write_file_atomic((out / "shard.json").string(), meta.dump(2) + "\n");
-  }
-  log::info("sweep", "{} grid points x {} seeds = {} runs{}, {} at once, {} thread(s) each -> {}", points.size(),
-            seeds.size(), index,
-            opt.shards > 1 ? fmt::format(" (shard {}/{}: {} of them)", opt.shard, opt.shards, runs.size()) : "", jobs,
-            threads, opt.out);
+  total = index;
+  return runs;
+}
 
-  SweepResult res;
-  std::map<int, size_t> running;  // pid -> run index
-  size_t next = 0, done = 0;
-  std::vector<int> status(runs.size(), -1);
-  // Resume: a run whose summary says ok / diverged is kept as it is.
-  auto finished = [](const std::string& dir, Table& rows) {
-    const std::string summary = (fs::path(dir) / "summary.csv").string();
-    if (!fs::exists(summary)) return false;
-    try {
-      rows = read_seed_rows(summary);
-    } catch (const InputError&) {
-      return false;
+// shard.json: what `lmx sweep --merge` needs to combine the shards.
+void write_shard_meta(const SweepOptions& opt, const std::vector<uint64_t>& seeds, int64_t total,
+                      const std::vector<SweepRun>& runs) {
+  nlohmann::ordered_json meta;
+  meta["spec"] = opt.spec;
+  meta["shard"] = opt.shard;
+  meta["shards"] = std::max(1, opt.shards);
+  meta["seeds"] = seeds;
+  meta["total_runs"] = total;
+  meta["runs"] = nlohmann::json::array();
+  for (const auto& r : runs) meta["runs"].push_back({{"index", r.index}, {"id", r.id}, {"point", r.name}, {"seed", r.seed}});
+  write_file_atomic((fs::path(opt.out) / "shard.json").string(), meta.dump(2) + "\n");
+}
+
+// Resume: a run whose summary says ok / diverged is kept as it is.
+bool finished_earlier(const std::string& dir, Table& rows) {
+  const std::string summary = (fs::path(dir) / "summary.csv").string();
+  if (!fs::exists(summary)) return false;
+  try {
+    rows = read_seed_rows(summary);
+  } catch (const InputError&) {
+    return false;
+  }
+  return all_status(rows, {"ok", "diverged"});
+}
+
+// Runs the runs as child processes, at most `jobs` at once (and each with a shared slot under
+// LMX_JOBSERVER), until all have ended or an interrupt stops starting new ones.
+class SweepScheduler {
+ public:
+  SweepScheduler(const std::vector<SweepRun>& runs, const SweepOptions& opt, int jobs, int threads,
+                 std::optional<Jobserver>& slots)
+      : runs_(runs), opt_(opt), jobs_(jobs), threads_(threads), slots_(slots), status_(runs.size(), -1),
+        collected_(runs.size()) {}
+
+  SweepResult run() {
+    while (done_ < runs_.size()) {
+      start_ready();
+      if (!wait_for_one()) break;  // interrupted before starting the rest
     }
-    return all_status(rows, {"ok", "diverged"});
-  };
-  std::vector<Table> collected(runs.size());  // per run, joined in run order at the end
-  auto collect = [&runs, &collected](const Run& r, Table t) {
-    for (auto& row : t.rows) row[0] = r.name;
-    collected[&r - runs.data()] = std::move(t);
-  };
-  if (slots) log::info("sweep", "sharing job slots through LMX_JOBSERVER={}", slots->path());
-  while (done < runs.size()) {
-    while (static_cast<int>(running.size()) < jobs && next < runs.size() && !signals::interrupted()) {
-      const Run& r = runs[next];
-      std::vector<std::string> args = {"-q", "--threads", std::to_string(threads), "train"};
-      if (opt.resume) {
-        Table kept;
-        if (finished(r.dir, kept)) {
-          collect(r, kept);
-          status[next] = 0;
-          ++res.skipped;
-          ++done;
-          log::info("sweep", "[{}/{}] {} seed {}: finished before, kept", done, runs.size(), r.name, r.seed);
-          ++next;
-          continue;
-        }
-      }
-      if (slots && !slots->try_acquire()) break;  // no shared slot free now
-      bool append_log = false;
-      if (opt.resume) {
-        if (fs::exists(fs::path(r.dir) / "train.json")) {
-          args.insert(args.end(), {"--resume", r.dir});
-          append_log = true;
-          ++res.resumed;
-        } else {
-          std::error_code ec;
-          fs::remove_all(r.dir, ec);  // never got going: start it afresh
-        }
-      }
-      if (!append_log) args.insert(args.end(), {r.config, "--seeds", std::to_string(r.seed), "--out", r.dir});
-      running[spawn_self(args, r.log, append_log)] = next;
-      log::debug("sweep", "started {} seed {}{}", r.name, r.seed, append_log ? " (resume)" : "");
-      ++next;
+    for (auto& t : collected_) {  // joined in run order
+      if (res_.seeds.header.empty()) res_.seeds.header = t.header;
+      for (auto& row : t.rows) res_.seeds.add(row);
     }
-    const bool want_slot = slots && next < runs.size() && static_cast<int>(running.size()) < jobs &&
+    if (signals::interrupted()) res_.interrupted = true;
+    return res_;
+  }
+
+ private:
+  void collect(size_t i, Table t) {
+    for (auto& row : t.rows) row[0] = runs_[i].name;
+    collected_[i] = std::move(t);
+  }
+
+  // Starts runs while a job (and a shared slot) is free; on resume, finished runs are kept.
+  void start_ready() {
+    while (static_cast<int>(running_.size()) < jobs_ && next_ < runs_.size() && !signals::interrupted()) {
+      const SweepRun& r = runs_[next_];
+      Table kept;
+      if (opt_.resume && finished_earlier(r.dir, kept)) {
+        collect(next_, kept);
+        status_[next_] = 0;
+        ++res_.skipped;
+        ++done_;
+        log::info("sweep", "[{}/{}] {} seed {}: finished before, kept", done_, runs_.size(), r.name, r.seed);
+        ++next_;
+        continue;
+      }
+      if (slots_ && !slots_->try_acquire()) break;  // no shared slot free now
+      start(next_);
+      ++next_;
+    }
+  }
+
+  // `lmx train` for run i: resumed (its log appended) when an interrupted run left train.json.
+  void start(size_t i) {
+    const SweepRun& r = runs_[i];
+    std::vector<std::string> args = {"-q", "--threads", std::to_string(threads_), "train"};
+    bool append_log = false;
+    if (opt_.resume) {
+      if (fs::exists(fs::path(r.dir) / "train.json")) {
+        args.insert(args.end(), {"--resume", r.dir});
+        append_log = true;
+        ++res_.resumed;
+      } else {
+        std::error_code ec;
+        fs::remove_all(r.dir, ec);  // never got going: start it afresh
+      }
+    }
+    if (!append_log) args.insert(args.end(), {r.config, "--seeds", std::to_string(r.seed), "--out", r.dir});
+    running_[spawn_self(args, r.log, append_log)] = i;
+    log::debug("sweep", "started {} seed {}{}", r.name, r.seed, append_log ? " (resume)" : "");
+  }
+
+  // Waits until a run ends (or, under LMX_JOBSERVER, another process frees a slot); false
+  // when nothing runs and nothing more will start.
+  bool wait_for_one() {
+    const bool want_slot = slots_ && next_ < runs_.size() && static_cast<int>(running_.size()) < jobs_ &&
                            !signals::interrupted();
-    if (running.empty()) {
-      if (!want_slot) break;  // interrupted before starting the rest
-      slots->wait(-1);        // nothing of ours runs: until another process frees a slot
-      continue;
+    if (running_.empty()) {
+      if (!want_slot) return false;
+      slots_->wait(-1);  // nothing of ours runs: until another process frees a slot
+      return true;
     }
     int wstatus = 0;
     // Waiting for a shared slot too: poll both (a run ends, or another process frees a slot).
     const pid_t pid = waitpid(-1, &wstatus, want_slot ? WNOHANG : 0);
     if (pid == 0) {
-      slots->wait(200);
-      continue;
+      slots_->wait(200);
+      return true;
     }
     if (pid < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR) return true;
       throw RuntimeError(fmt::format("waiting for sweep runs: {}", std::strerror(errno)));
     }
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
+    auto it = running_.find(pid);
+    if (it == running_.end()) return true;
     signals::remove_child(pid);
-    if (slots) slots->release();
+    if (slots_) slots_->release();
     const size_t i = it->second;
-    running.erase(it);
-    ++done;
-    status[i] = exit_code(wstatus);
-    const Run& r = runs[i];
+    running_.erase(it);
+    ended(i, wstatus);
+    return true;
+  }
+
+  // Run i ended: its rows collected, and counted as done, diverged, failed or interrupted.
+  void ended(size_t i, int wstatus) {
+    ++done_;
+    status_[i] = exit_code(wstatus);
+    const SweepRun& r = runs_[i];
     const std::string summary = (fs::path(r.dir) / "summary.csv").string();
     if (fs::exists(summary)) {
       try {
-        collect(r, read_seed_rows(summary));
+        collect(i, read_seed_rows(summary));
       } catch (const InputError& e) {
         log::warn("sweep", "{}", e.what());
       }
     }
     // A run whose every seed diverged exits 1 but is a result (status diverged), not a failure.
-    const bool diverged = status[i] == 1 && all_status(collected[i], {"diverged"});
-    if (status[i] == 130) res.interrupted = true;
-    else if (status[i] != 0 && !diverged) ++res.failed;
-    log::info("sweep", "[{}/{}] {} seed {}: {}", done, runs.size(), r.name, r.seed,
-              status[i] == 0 ? "done" : diverged ? "diverged" : fmt::format("exit {} (see {})", status[i], r.log));
+    const bool diverged = status_[i] == 1 && all_status(collected_[i], {"diverged"});
+    if (status_[i] == 130) res_.interrupted = true;
+    else if (status_[i] != 0 && !diverged) ++res_.failed;
+    log::info("sweep", "[{}/{}] {} seed {}: {}", done_, runs_.size(), r.name, r.seed,
+              status_[i] == 0 ? "done" : diverged ? "diverged" : fmt::format("exit {} (see {})", status_[i], r.log));
   }
-  for (auto& t : collected) {
-    if (res.seeds.header.empty()) res.seeds.header = t.header;
-    for (auto& row : t.rows) res.seeds.add(row);
-  }
-  if (signals::interrupted()) res.interrupted = true;
-  return res;
+
+  const std::vector<SweepRun>& runs_;
+  const SweepOptions& opt_;
+  const int jobs_, threads_;
+  std::optional<Jobserver>& slots_;
+  SweepResult res_;
+  std::map<int, size_t> running_;  // pid -> run index
+  size_t next_ = 0, done_ = 0;
+  std::vector<int> status_;
+  std::vector<Table> collected_;  // per run, joined in run order at the end
+};
+
+}  // namespace
+
+SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<uint64_t>& seeds,
+                      const SweepOptions& opt) {
+  const fs::path out(opt.out);
+  // LMX_JOBSERVER: every run also holds one of the slots shared with other processes (checked
+  // before anything is written).
+  std::optional<Jobserver> slots = Jobserver::from_env();
+  // A sweep's runs are single processes, also when the sweep itself runs under srun/torchrun.
+  setenv("LMX_DIST", "0", 1);
+  fs::create_directories(out / "configs");
+  fs::create_directories(out / "runs");
+  fs::create_directories(out / "logs");
+  if (opt.resume) check_same_sweep(points, seeds, opt);
+  const int cores = runtime::available_cores();
+  const int jobs = std::max(1, opt.jobs);
+  const int threads = opt.threads > 0 ? opt.threads : std::max(1, cores / jobs);
+  int64_t total = 0;
+  const std::vector<SweepRun> runs = plan_runs(points, seeds, opt, total);
+  write_shard_meta(opt, seeds, total, runs);
+  log::info("sweep", "{} grid points x {} seeds = {} runs{}, {} at once, {} thread(s) each -> {}", points.size(),
+            seeds.size(), total,
+            opt.shards > 1 ? fmt::format(" (shard {}/{}: {} of them)", opt.shard, opt.shards, runs.size()) : "", jobs,
+            threads, opt.out);
+  if (slots) log::info("sweep", "sharing job slots through LMX_JOBSERVER={}", slots->path());
+  return SweepScheduler(runs, opt, jobs, threads, slots).run();
 }
 
 }  // namespace lmx

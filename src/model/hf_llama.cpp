@@ -160,8 +160,10 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data:
   write_file_atomic((fs::path(dir) / "config.json").string(), j.dump(2) + "\n");
 }
 
-Checkpoint read_hf_llama(const std::string& dir) {
-  const std::string config_path = (fs::path(dir) / "config.json").string();
+namespace {
+
+// config.json of an HF folder, as a JSON object.
+nlohmann::json read_hf_config(const std::string& dir, const std::string& config_path) {
   std::ifstream in(config_path, std::ios::binary);
   if (!in)
     throw InputError(fmt::format("{}: a directory without config.json: not a Hugging Face model folder", dir),
@@ -175,19 +177,12 @@ Checkpoint read_hf_llama(const std::string& dir) {
     throw InputError(fmt::format("{}: not valid JSON: {}", config_path, e.what()));
   }
   if (!j.is_object()) throw InputError(fmt::format("{}: not a JSON object", config_path));
-  const JsonReader r{j, config_path};
-  const std::string type = r.string("model_type", "");
-  if (type != "llama")
-    throw r.bad("model_type", fmt::format("is '{}'; lmx reads Hugging Face Llama folders only (model_type llama)", type));
+  return j;
+}
 
-  Checkpoint ckpt;
-  ckpt.path = dir;
-  Config cfg;
-  if (r.has(kLmxConfigKey)) cfg = parse_config(r.string(kLmxConfigKey, ""), config_path + " (lmx_config)");
-  cfg.name = fs::path(dir).filename().empty() ? fs::path(dir).parent_path().filename().string()
-                                              : fs::path(dir).filename().string();
-  cfg.source = config_path;
-  ModelConfig& m = cfg.model;
+// The LlamaConfig's sizes, and the components every Llama has; InputError for what lmx's
+// Llama is not (another activation, biases, a RoPE scaling other than linear).
+void read_llama_model(const JsonReader& r, ModelConfig& m) {
   m.d_model = r.integer("hidden_size", 0, true);
   m.d_ff = r.integer("intermediate_size", 0, true);
   m.d_ff_plain = 0;
@@ -218,8 +213,8 @@ Checkpoint read_hf_llama(const std::string& dir) {
   m.rope_original_len = 0;
   m.bias = false;
   if (r.has("rope_scaling")) {
-    const auto& rs = j.at("rope_scaling");
-    const JsonReader sr{rs, config_path + " rope_scaling"};
+    const auto& rs = r.j.at("rope_scaling");
+    const JsonReader sr{rs, r.file + " rope_scaling"};
     if (!rs.is_object()) throw r.bad("rope_scaling", fmt::format("is {}, not an object or null", rs.dump()));
     const std::string kind = sr.string("rope_type", sr.string("type", "default"));
     if (kind == "linear") {
@@ -229,6 +224,45 @@ Checkpoint read_hf_llama(const std::string& dir) {
       throw r.bad("rope_scaling", fmt::format("has rope_type '{}'; lmx reads default and linear", kind));
     }
   }
+}
+
+// The weight files: one, or the shards model.safetensors.index.json lists.
+std::vector<std::string> hf_weight_files(const std::string& dir) {
+  std::vector<std::string> files;
+  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+  if (!fs::exists(index)) return {(fs::path(dir) / "model.safetensors").string()};
+  std::ifstream ii(index, std::ios::binary);
+  std::stringstream is;
+  is << ii.rdbuf();
+  std::set<std::string> shards;
+  try {
+    for (const auto& [name, file] : nlohmann::json::parse(is.str()).at("weight_map").items())
+      shards.insert(file.get<std::string>());
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not a safetensors index (weight_map): {}", index.string(), e.what()));
+  }
+  for (const auto& s : shards) files.push_back((fs::path(dir) / s).string());
+  return files;
+}
+
+}  // namespace
+
+Checkpoint read_hf_llama(const std::string& dir) {
+  const std::string config_path = (fs::path(dir) / "config.json").string();
+  const nlohmann::json j = read_hf_config(dir, config_path);
+  const JsonReader r{j, config_path};
+  const std::string type = r.string("model_type", "");
+  if (type != "llama")
+    throw r.bad("model_type", fmt::format("is '{}'; lmx reads Hugging Face Llama folders only (model_type llama)", type));
+
+  Checkpoint ckpt;
+  ckpt.path = dir;
+  Config cfg;
+  if (r.has(kLmxConfigKey)) cfg = parse_config(r.string(kLmxConfigKey, ""), config_path + " (lmx_config)");
+  cfg.name = fs::path(dir).filename().empty() ? fs::path(dir).parent_path().filename().string()
+                                              : fs::path(dir).filename().string();
+  cfg.source = config_path;
+  read_llama_model(r, cfg.model);
   try {
     validate(cfg);
   } catch (const InputError& e) {
@@ -236,30 +270,11 @@ Checkpoint read_hf_llama(const std::string& dir) {
                      e.hint());
   }
   ckpt.config = cfg;
-
-  // One file, or shards listed by model.safetensors.index.json.
-  std::vector<std::string> files;
-  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
-  if (fs::exists(index)) {
-    std::ifstream ii(index, std::ios::binary);
-    std::stringstream is;
-    is << ii.rdbuf();
-    std::set<std::string> shards;
-    try {
-      for (const auto& [name, file] : nlohmann::json::parse(is.str()).at("weight_map").items())
-        shards.insert(file.get<std::string>());
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(fmt::format("{}: not a safetensors index (weight_map): {}", index.string(), e.what()));
-    }
-    for (const auto& s : shards) files.push_back((fs::path(dir) / s).string());
-  } else {
-    files.push_back((fs::path(dir) / "model.safetensors").string());
-  }
-  for (const auto& file : files) {
+  for (const auto& file : hf_weight_files(dir)) {
     auto st = read_safetensors(file);
     for (auto& [name, t] : st.tensors) {
       if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // a buffer old HF versions saved
-      if (name == "lm_head.weight" && m.tie_embeddings) continue;          // tied: the embedding is the head
+      if (name == "lm_head.weight" && cfg.model.tie_embeddings) continue;  // tied: the embedding is the head
       ckpt.tensors.push_back({name, t.to(torch::kFloat32)});
     }
   }

@@ -103,24 +103,25 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   rename_durably(tmp, path);
 }
 
-SafetensorsFile read_safetensors(const std::string& path) {
-  require_little_endian();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open (no such file?)", path));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto bad = [&path](const std::string& what) {
-    return InputError(fmt::format("{}: not a valid safetensors file: {}", path, what),
-                      "the file may be truncated or overwritten; re-create it or use another checkpoint");
-  };
-  if (bytes.size() < 8) throw bad(fmt::format("{} bytes, shorter than the 8-byte header length", bytes.size()));
+namespace {
+
+InputError not_safetensors(const std::string& path, const std::string& what) {
+  return InputError(fmt::format("{}: not a valid safetensors file: {}", path, what),
+                    "the file may be truncated or overwritten; re-create it or use another checkpoint");
+}
+
+// The JSON header of a file's bytes, refusing a key repeated in any object: nlohmann keeps the
+// last of two equal keys, so a tensor named twice would load one of them silently.
+nlohmann::json safetensors_header(const std::string& path, const std::string& bytes) {
+  if (bytes.size() < 8)
+    throw not_safetensors(path, fmt::format("{} bytes, shorter than the 8-byte header length", bytes.size()));
   uint64_t header_len;
   std::memcpy(&header_len, bytes.data(), 8);
   if (header_len > bytes.size() - 8)
-    throw bad(fmt::format("header length {} at offset 0 runs past the end of the file ({} bytes)", header_len,
-                          bytes.size()));
+    throw not_safetensors(path, fmt::format("header length {} at offset 0 runs past the end of the file ({} bytes)",
+                                            header_len, bytes.size()));
   nlohmann::json header;
-  // nlohmann keeps the last of two equal keys: a tensor named twice would load one of them
-  // silently. Each object's keys are collected while parsing, so a repeat is an error.
+  // Each object's keys are collected while parsing, so a repeat is an error.
   std::vector<std::set<std::string>> keys;
   std::string repeated;
   auto unique_keys = [&keys, &repeated](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
@@ -135,62 +136,86 @@ SafetensorsFile read_safetensors(const std::string& path) {
     header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len),
                                    unique_keys);
   } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (number overflow), ...
-    throw bad(fmt::format("JSON header (bytes 8..{}) does not parse: {}", 8 + header_len, e.what()));
+    throw not_safetensors(path, fmt::format("JSON header (bytes 8..{}) does not parse: {}", 8 + header_len, e.what()));
   }
-  if (!repeated.empty()) throw bad(fmt::format("the JSON header names '{}' twice", repeated));
-  if (!header.is_object()) throw bad("JSON header is not an object");
-  const uint64_t data_start = 8 + header_len;
+  if (!repeated.empty()) throw not_safetensors(path, fmt::format("the JSON header names '{}' twice", repeated));
+  if (!header.is_object()) throw not_safetensors(path, "JSON header is not an object");
+  return header;
+}
+
+// One tensor's header entry, checked against the data bytes (dtype, shape, offsets), and its
+// numbers copied out of the file's bytes. range receives its data offsets.
+torch::Tensor read_tensor_entry(const std::string& path, const std::string& name, const nlohmann::json& entry,
+                                const std::string& bytes, uint64_t data_start, std::pair<uint64_t, uint64_t>& range) {
   const uint64_t data_len = bytes.size() - data_start;
+  auto bad = [&path](const std::string& what) { return not_safetensors(path, what); };
+  auto where = fmt::format("tensor '{}'", name);
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
+    throw bad(where + " lacks dtype, shape or data_offsets");
+  const auto& jd = entry["dtype"];
+  const auto& js = entry["shape"];
+  const auto& jo = entry["data_offsets"];
+  const DType* dt = nullptr;
+  for (const auto& d : dtypes())
+    if (jd.is_string() && jd.get<std::string>() == d.name) dt = &d;
+  if (!dt) throw bad(fmt::format("{} has unsupported dtype {} (supported: F32, F16, BF16, I64, I32)", where, jd.dump()));
+  if (!js.is_array()) throw bad(where + ": shape is not an array");
+  std::vector<int64_t> shape;
+  uint64_t numel = 1;
+  for (const auto& s : js) {
+    if (!s.is_number_unsigned() || s.get<uint64_t>() > (1ULL << 40)) throw bad(where + ": shape holds a non-integer or huge size");
+    shape.push_back(s.get<int64_t>());
+    // Checked: a wrapped product could match the data length and allocate a huge tensor.
+    if (__builtin_mul_overflow(numel, s.get<uint64_t>(), &numel) || numel > data_len)
+      throw bad(fmt::format("{}: shape {} holds more numbers than the file's {} data bytes", where, js.dump(), data_len));
+  }
+  if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
+    throw bad(where + ": data_offsets is not [begin, end]");
+  const uint64_t b = jo[0].get<uint64_t>(), e = jo[1].get<uint64_t>();
+  if (b > e || e > data_len)
+    throw bad(fmt::format("{} data [{}, {}) lies outside the {} data bytes (file offset {}; truncated?)", where, b, e,
+                          data_len, data_start + e));
+  if (e - b != numel * dt->bytes)
+    throw bad(fmt::format("{}: {} bytes at offset {} do not hold shape {} of {} ({} bytes)", where, e - b,
+                          data_start + b, js.dump(), dt->name, numel * dt->bytes));
+  auto t = torch::empty(shape, torch::TensorOptions().dtype(dt->type));
+  if (e > b) std::memcpy(t.data_ptr(), bytes.data() + data_start + b, e - b);
+  range = {b, e};
+  return t;
+}
+
+}  // namespace
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  require_little_endian();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open (no such file?)", path));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const nlohmann::json header = safetensors_header(path, bytes);
+  uint64_t header_len;
+  std::memcpy(&header_len, bytes.data(), 8);
+  const uint64_t data_start = 8 + header_len;
   SafetensorsFile file;
   std::vector<std::pair<uint64_t, std::pair<std::string, torch::Tensor>>> by_offset;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
-      if (!entry.is_object()) throw bad("__metadata__ is not an object");
+      if (!entry.is_object()) throw not_safetensors(path, "__metadata__ is not an object");
       for (const auto& [k, v] : entry.items()) {
-        if (!v.is_string()) throw bad(fmt::format("__metadata__ value '{}' is not a string", k));
+        if (!v.is_string()) throw not_safetensors(path, fmt::format("__metadata__ value '{}' is not a string", k));
         file.metadata[k] = v.get<std::string>();
       }
       continue;
     }
-    auto where = fmt::format("tensor '{}'", name);
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
-      throw bad(where + " lacks dtype, shape or data_offsets");
-    const auto& jd = entry["dtype"];
-    const auto& js = entry["shape"];
-    const auto& jo = entry["data_offsets"];
-    const DType* dt = nullptr;
-    for (const auto& d : dtypes())
-      if (jd.is_string() && jd.get<std::string>() == d.name) dt = &d;
-    if (!dt) throw bad(fmt::format("{} has unsupported dtype {} (supported: F32, F16, BF16, I64, I32)", where, jd.dump()));
-    if (!js.is_array()) throw bad(where + ": shape is not an array");
-    std::vector<int64_t> shape;
-    uint64_t numel = 1;
-    for (const auto& s : js) {
-      if (!s.is_number_unsigned() || s.get<uint64_t>() > (1ULL << 40)) throw bad(where + ": shape holds a non-integer or huge size");
-      shape.push_back(s.get<int64_t>());
-      // Checked: a wrapped product could match the data length and allocate a huge tensor.
-      if (__builtin_mul_overflow(numel, s.get<uint64_t>(), &numel) || numel > data_len)
-        throw bad(fmt::format("{}: shape {} holds more numbers than the file's {} data bytes", where, js.dump(), data_len));
-    }
-    if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
-      throw bad(where + ": data_offsets is not [begin, end]");
-    const uint64_t b = jo[0].get<uint64_t>(), e = jo[1].get<uint64_t>();
-    if (b > e || e > data_len)
-      throw bad(fmt::format("{} data [{}, {}) lies outside the {} data bytes (file offset {}; truncated?)", where, b, e,
-                            data_len, data_start + e));
-    if (e - b != numel * dt->bytes)
-      throw bad(fmt::format("{}: {} bytes at offset {} do not hold shape {} of {} ({} bytes)", where, e - b,
-                            data_start + b, js.dump(), dt->name, numel * dt->bytes));
-    auto t = torch::empty(shape, torch::TensorOptions().dtype(dt->type));
-    if (e > b) std::memcpy(t.data_ptr(), bytes.data() + data_start + b, e - b);
-    ranges.push_back({b, e});
-    by_offset.push_back({b, {name, t}});
+    std::pair<uint64_t, uint64_t> range;
+    torch::Tensor t = read_tensor_entry(path, name, entry, bytes, data_start, range);
+    ranges.push_back(range);
+    by_offset.push_back({range.first, {name, t}});
   }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].first < ranges[i - 1].second)
-      throw bad(fmt::format("tensor data overlap at data offset {}", ranges[i].first));
+      throw not_safetensors(path, fmt::format("tensor data overlap at data offset {}", ranges[i].first));
   std::stable_sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& item : by_offset) file.tensors.push_back(std::move(item.second));
   return file;

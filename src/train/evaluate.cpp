@@ -39,101 +39,134 @@ int64_t targets_beyond(const std::vector<data::Doc>& docs, int trained_len) {
   return n;
 }
 
+namespace {
+
+// The rows of one evaluation: the split's documents in the layout, their true log-probs, and
+// the batches (rows of similar length together: far less padding in the doc layout).
+struct EvalRows {
+  std::vector<data::Doc> docs;
+  data::Rows rows;
+  std::vector<std::vector<double>> truth;  // truth[r][t]: true log p of rows[r][t + 1] (empty without a truth)
+  std::vector<std::vector<size_t>> batches;
+  bool pronoun_rows = false;  // doc layout with every document in one row: pronoun agreement is scored
+};
+
+EvalRows eval_rows(const ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt) {
+  EvalRows e;
+  e.docs = corpus.split(opt.split);
+  if (opt.max_docs > 0 && static_cast<int>(e.docs.size()) > opt.max_docs) e.docs.resize(opt.max_docs);
+  const bool packed = opt.layout == data::Layout::Packed;
+  int seq_len = opt.seq_len;
+  if (!packed && seq_len <= 0) {
+    for (const auto& d : e.docs) seq_len = std::max<int>(seq_len, static_cast<int>(d.size()) - 1);
+    seq_len = std::min(seq_len, model->config().max_seq_len);
+  }
+  e.rows = data::make_rows(e.docs, opt.layout, seq_len, corpus.vocab.eos);
+  const data::Truth* truth = corpus.truth.get();
+  if (truth) e.truth = data::row_true_logprobs(*truth, e.docs, opt.layout, seq_len);
+  e.batches = data::length_sorted_batches(e.rows, opt.batch_size);
+  e.pronoun_rows = !packed && truth && e.rows.rows.size() == e.docs.size();
+  return e;
+}
+
+// The running sums of an evaluation, over the batches in order.
+struct EvalSums {
+  double nll = 0, true_nll = 0, covered = 0, untrained = 0;
+  int64_t true_tokens = 0;
+  data::PronounAccuracy pronoun;
+};
+
+// One batch's targets into the sums and r's token counts and ranges (positions at or beyond
+// trained_len apart).
+void add_eval_batch(EvalResult& r, EvalSums& sums, const torch::Tensor& logits, const data::Batch& b,
+                    const std::vector<size_t>& indices, const EvalRows& e, const data::Truth* truth,
+                    int64_t trained_len, int pronoun_window) {
+  auto logp = torch::log_softmax(logits, -1);
+  auto targets = b.targets.clamp_min(0);
+  auto tok_logp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).to(torch::kDouble).contiguous();  // (B, T)
+  auto valid = b.targets.ne(data::kIgnore).contiguous();
+  auto lp_a = tok_logp.accessor<double, 2>();
+  auto ok_a = valid.accessor<bool, 2>();
+  const int64_t B = tok_logp.size(0), T = tok_logp.size(1);
+  const std::vector<double> no_truth;
+  for (int64_t i = 0; i < B; ++i) {
+    const size_t row = indices[i];
+    const auto& tl = truth ? e.truth[row] : no_truth;
+    for (int64_t t = 0; t < T; ++t) {
+      if (!ok_a[i][t]) continue;
+      const double nll = -lp_a[i][t];
+      if (t >= trained_len) {  // a position no training row reached: reported apart
+        sums.untrained += nll, ++r.untrained_tokens;
+        continue;
+      }
+      sums.nll += nll;
+      ++r.tokens;
+      const double tv = t < static_cast<int64_t>(tl.size()) ? tl[t] : std::nan("");
+      if (!std::isnan(tv)) sums.true_nll -= tv, sums.covered += nll, ++sums.true_tokens;
+      if (truth && std::isnan(tv)) continue;  // by position: the covered targets only
+      for (auto& range : r.ranges) {
+        if (t >= range.lo && (range.hi < 0 || t < range.hi)) {
+          range.nll += nll;
+          range.true_nll -= tv;  // NaN without a truth
+          ++range.tokens;
+        }
+      }
+    }
+    if (e.pronoun_rows)  // row `row` is document `row`; target t is doc[t + 1]
+      data::add_pronoun_sites(sums.pronoun, *truth, e.docs[row], pronoun_window, logits[i]);
+  }
+}
+
+// The sums as means and perplexities.
+void finish_eval(EvalResult& r, const EvalSums& sums) {
+  r.loss = r.tokens ? sums.nll / r.tokens : std::nan("");
+  r.ppl = std::exp(r.loss);
+  r.true_tokens = sums.true_tokens;
+  if (r.untrained_tokens > 0) r.untrained_loss = sums.untrained / r.untrained_tokens;
+  if (sums.true_tokens > 0) {
+    r.true_nll = sums.true_nll / sums.true_tokens;
+    r.true_ppl = std::exp(r.true_nll);
+    r.covered_loss = sums.covered / sums.true_tokens;
+  }
+  r.pronoun = sums.pronoun;
+  r.far_sites = sums.pronoun.far_sites;
+  r.near_sites = sums.pronoun.near_sites;
+  r.far_acc = sums.pronoun.far();
+  r.near_acc = sums.pronoun.near();
+  for (auto& range : r.ranges) {
+    if (range.tokens == 0) continue;
+    range.nll /= range.tokens;
+    range.true_nll /= range.tokens;
+  }
+}
+
+}  // namespace
+
 EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
-
-  std::vector<data::Doc> docs = corpus.split(opt.split);
-  if (opt.max_docs > 0 && static_cast<int>(docs.size()) > opt.max_docs) docs.resize(opt.max_docs);
-  const bool packed = opt.layout == data::Layout::Packed;
-  int seq_len = opt.seq_len;
-  if (!packed && seq_len <= 0) {
-    for (const auto& d : docs) seq_len = std::max<int>(seq_len, static_cast<int>(d.size()) - 1);
-    seq_len = std::min(seq_len, model->config().max_seq_len);
-  }
-  const data::Rows rows = data::make_rows(docs, opt.layout, seq_len, corpus.vocab.eos);
-  const data::Truth* truth = corpus.truth.get();
-  // row_truth[r][t]: true log p of rows[r][t + 1] (empty without a truth).
-  const auto row_truth = truth ? data::row_true_logprobs(*truth, docs, opt.layout, seq_len)
-                               : std::vector<std::vector<double>>{};
-  // Rows of similar length batched together: far less padding in the Doc layout.
-  const auto batches = data::length_sorted_batches(rows, opt.batch_size);
-  // Pronoun agreement needs whole documents: doc layout with every document in one row.
-  const bool pronoun_rows = !packed && truth && rows.rows.size() == docs.size();
-  data::PronounAccuracy pronoun_acc;
-
+  const EvalRows e = eval_rows(model, corpus, opt);
   EvalResult r;
   std::vector<int> starts = opt.by_position;
   std::sort(starts.begin(), starts.end());
   for (size_t i = 0; i < starts.size(); ++i)
     r.ranges.push_back({starts[i], i + 1 < starts.size() ? starts[i + 1] : -1, /*tokens=*/0, /*nll=*/0, /*true_nll=*/0});
-  double nll_sum = 0, true_sum = 0, covered_sum = 0, untrained_sum = 0;
+  const bool packed = opt.layout == data::Layout::Packed;
   const int64_t trained_len = packed || opt.trained_len <= 0 ? std::numeric_limits<int64_t>::max() : opt.trained_len;
-  int64_t true_tokens = 0;
-  const std::vector<double> no_truth;
+  EvalSums sums;
   const torch::Device device = model->parameters().front().device();  // cpu or cuda
-  for (const auto& indices : batches) {
-    const data::Batch b = data::rows_batch(rows, indices, corpus.vocab.pad);
+  for (const auto& indices : e.batches) {
+    const data::Batch b = data::rows_batch(e.rows, indices, corpus.vocab.pad);
     torch::Tensor logits;
     {
       AutocastGuard autocast(opt.precision, device.type());
       logits = model->forward(b.inputs.to(device));  // (B, T, V)
     }
     logits = logits.to(torch::kCPU, torch::kFloat32);  // no copy for fp32 on the CPU
-    auto logp = torch::log_softmax(logits, -1);
-    auto targets = b.targets.clamp_min(0);
-    auto tok_logp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).to(torch::kDouble).contiguous();  // (B, T)
-    auto valid = b.targets.ne(data::kIgnore).contiguous();
-    auto lp_a = tok_logp.accessor<double, 2>();
-    auto ok_a = valid.accessor<bool, 2>();
-    const int64_t B = tok_logp.size(0), T = tok_logp.size(1);
-    for (int64_t i = 0; i < B; ++i) {
-      const size_t row = indices[i];
-      const auto& tl = truth ? row_truth[row] : no_truth;
-      for (int64_t t = 0; t < T; ++t) {
-        if (!ok_a[i][t]) continue;
-        const double nll = -lp_a[i][t];
-        if (t >= trained_len) {  // a position no training row reached: reported apart
-          untrained_sum += nll, ++r.untrained_tokens;
-          continue;
-        }
-        nll_sum += nll;
-        ++r.tokens;
-        const double tv = t < static_cast<int64_t>(tl.size()) ? tl[t] : std::nan("");
-        if (!std::isnan(tv)) true_sum -= tv, covered_sum += nll, ++true_tokens;
-        if (truth && std::isnan(tv)) continue;  // by position: the covered targets only
-        for (auto& range : r.ranges) {
-          if (t >= range.lo && (range.hi < 0 || t < range.hi)) {
-            range.nll += nll;
-            range.true_nll -= tv;  // NaN without a truth
-            ++range.tokens;
-          }
-        }
-      }
-      if (pronoun_rows)  // row `row` is document `row`; target t is doc[t + 1]
-        data::add_pronoun_sites(pronoun_acc, *truth, docs[row], opt.pronoun_window, logits[i]);
-    }
+    add_eval_batch(r, sums, logits, b, indices, e, corpus.truth.get(), trained_len, opt.pronoun_window);
   }
-  r.loss = r.tokens ? nll_sum / r.tokens : std::nan("");
-  r.ppl = std::exp(r.loss);
-  r.true_tokens = true_tokens;
-  if (r.untrained_tokens > 0) r.untrained_loss = untrained_sum / r.untrained_tokens;
-  if (true_tokens > 0) {
-    r.true_nll = true_sum / true_tokens;
-    r.true_ppl = std::exp(r.true_nll);
-    r.covered_loss = covered_sum / true_tokens;
-  }
-  r.pronoun = pronoun_acc;
-  r.far_sites = pronoun_acc.far_sites;
-  r.near_sites = pronoun_acc.near_sites;
-  r.far_acc = pronoun_acc.far();
-  r.near_acc = pronoun_acc.near();
-  for (auto& range : r.ranges) {
-    if (range.tokens == 0) continue;
-    range.nll /= range.tokens;
-    range.true_nll /= range.tokens;
-  }
+  finish_eval(r, sums);
   if (was_training) model->train();
   return r;
 }
