@@ -343,7 +343,7 @@ TEST_CASE("sharded sweeps merge into the summary of one sweep", "[dist][sweep]")
 TEST_CASE("device cuda trains to the CPU metrics (skipped without CUDA)", "[dist][cuda]") {
   if (!torch::cuda::is_available()) {
     WARN("CUDA tests skipped: this LibTorch build has no CUDA or no GPU is visible "
-         "(rebuild against a CUDA LibTorch, see README); checking the error instead");
+         "(rebuild against a CUDA LibTorch, see docs/USAGE.md, Building); checking the error instead");
     auto r = run_lmx("--device cuda train configs/textbook.yaml --set train.steps=1");
     CHECK(r.code == 2);
     CHECK(r.output.find("--device cuda: this LibTorch build has no CUDA") != std::string::npos);

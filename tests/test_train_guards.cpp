@@ -93,12 +93,15 @@ TEST_CASE("memory estimate: parts, scaling, and the 70B refusal", "[resume][memo
   CHECK_NOTHROW(check_training_memory(cfg, -1));  // unknown: not refused
   CHECK(available_memory_bytes() > 0);
 
-  // The estimate is not below what a real training run of this config takes.
+  // The estimate is not below what a real training run of this config takes. (Not under
+  // AddressSanitizer: its shadow memory and freed-block quarantine are in the RSS too.)
   TempDir dir;
   Config small = resume_config();
   RunResult r = train_run(small, resume_corpus(), {0, dir.path.string(), false});
+#ifndef __SANITIZE_ADDRESS__
   CHECK(estimate_training_memory(resolve_for_corpus(small, resume_corpus())).total() / (1024.0 * 1024) >
         r.peak_rss_mib * 0.5);
+#endif
 
   auto cli = lmx::test::run_lmx("train configs/models/llama2-70b.yaml --out /tmp/lmx-never-created-70b");
   INFO(cli.output);
