@@ -92,9 +92,9 @@ std::vector<ParamRow> param_rows(const ParamCounts& p) {
   const int64_t L = p.n_layers;
   return {{"token embeddings", -1, p.embedding},
           {"positions", -1, p.position},
-          {"attention", p.attention_per_layer, p.attention_per_layer * L},
-          {"FFN", p.ffn_per_layer, p.ffn_per_layer * L},
-          {"norms", p.norms_per_layer, p.norms_per_layer * L},
+          {"attention", p.attention_per_layer, size_mul(p.attention_per_layer, L)},
+          {"FFN", p.ffn_per_layer, size_mul(p.ffn_per_layer, L)},
+          {"norms", p.norms_per_layer, size_mul(p.norms_per_layer, L)},
           {"final norm", -1, p.final_norm},
           {"output head", -1, p.head},
           {"total", p.per_layer(), p.total()}};

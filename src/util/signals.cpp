@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -49,12 +50,32 @@ void forward(int sig) {
   }
 }
 
+// The registered children (sweep runs) got the same signals (forward) and leave the same way,
+// each within its own 2 s. Waits for them, at most 3 s, without reaping them (WNOWAIT: the
+// sweep's own wait does that), so that once this process has exited, no child is still
+// writing: a sweep stopped by a second Ctrl-C leaves no .tmp behind.
+void wait_for_children() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (auto& c : g_children) {
+    const int pid = c.load();
+    if (pid <= 0) continue;
+    for (;;) {
+      siginfo_t info{};
+      if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == pid) break;
+      if (std::chrono::steady_clock::now() > deadline) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
 // Exit 130 once no write is in progress (at most 2 s: a write stuck on a dead disk does not
-// keep Ctrl-C from working), holding the lock so that no new write starts.
+// keep Ctrl-C from working) and the children have exited, holding the lock so that no new
+// write starts.
 [[noreturn]] void exit_now(const char* msg) {
   std::unique_lock<std::mutex> lock(g_write_mutex);
   g_exiting = true;
   g_write_cv.wait_for(lock, std::chrono::seconds(2), [] { return g_writes == 0; });
+  wait_for_children();
   for (const auto& tmp : g_tmp_files) ::unlink(tmp.c_str());
   say(msg);
   _exit(130);
