@@ -2,12 +2,14 @@
 # Bootstraps (packages + build), runs the whole test suite with CTest, then the lecture
 # scripts in --quick mode as a smoke test (every section end to end, tiny steps, 1 seed;
 # outputs under runs/lecture-quick/) and the interop check (llama.cpp and HF tokenizers read our
-# exports). LMX_SANITIZE=1 also runs the suite under AddressSanitizer + UBSan
-# (scripts/sanitize.sh asan; not yet in CI: see README, Reliability).
+# exports), and last the suite again under AddressSanitizer + UBSan + LSan (scripts/sanitize.sh
+# asan: its own build in build-asan/, exit 1 on any report; the interrupt stress tests there at
+# a tenth of their runs, LMX_STRESS_SCALE=0.1: the plain suite runs them in full). CI runs all
+# of it. See docs/RELIABILITY.md.
 #   scripts/test.sh [ctest arguments]
 #   scripts/test.sh --stress [ROUNDS]   the suite ROUNDS times (default 5) under ctest -j4 with two
 #                                       CPU-bound processes beside it; stops at the first failure
-# LMX_SKIP_LECTURE=1, LMX_SKIP_INTEROP=1 skip those parts.
+# LMX_SKIP_LECTURE=1, LMX_SKIP_INTEROP=1, LMX_SANITIZE=0 skip those parts.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/bootstrap.sh" --all
@@ -34,6 +36,6 @@ fi
 if [[ "${LMX_SKIP_INTEROP:-0}" != 1 && -x "$root/scripts/interop/check.sh" ]]; then
   "$root/scripts/interop/check.sh" "$root/build/lmx"
 fi
-if [[ "${LMX_SANITIZE:-0}" == 1 ]]; then
-  "$root/scripts/sanitize.sh" asan
+if [[ "${LMX_SANITIZE:-1}" != 0 ]]; then
+  LMX_STRESS_SCALE="${LMX_STRESS_SCALE:-0.1}" "$root/scripts/sanitize.sh" asan
 fi
