@@ -38,9 +38,11 @@ export UBSAN_OPTIONS="$common:halt_on_error=1:suppressions=$supp/ubsan.supp"
 export ASAN_OPTIONS="$common:detect_leaks=1:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=1"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export TSAN_OPTIONS="$common:halt_on_error=0:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
-# The interrupt stress test at a quarter of its runs (10 train, 3 sweep, 3 ablate): the plain
-# suite runs it in full; here it checks the same paths for memory errors.
+# The interrupt stress test at a quarter of its runs (10 train, 3 sweep, 3 ablate) and the
+# mutation fuzz test at a quarter of its inputs (1,750): the plain suite runs both in full; here
+# they check the same paths for memory errors (at full size the fuzz test alone takes ~6 min).
 export LMX_STRESS_SCALE="${LMX_STRESS_SCALE:-0.25}"
+export LMX_FUZZ_SCALE="${LMX_FUZZ_SCALE:-0.25}"
 t0=$SECONDS
 status=0
 if [[ "$kind" == asan ]]; then

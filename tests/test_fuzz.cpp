@@ -39,9 +39,12 @@ void spit(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-int scale() {
+// n cases times LMX_FUZZ_SCALE (default 1; 0.25 under the sanitizers, scripts/sanitize.sh), at
+// least 1.
+int cases(int n) {
   const char* s = std::getenv("LMX_FUZZ_SCALE");
-  return s && std::atoi(s) > 0 ? std::atoi(s) : 1;
+  const double f = s ? std::atof(s) : 1.0;
+  return std::max(1, static_cast<int>(n * (f > 0 ? f : 1.0)));
 }
 
 // Tokens that YAML, JSON and the config schema care about.
@@ -176,7 +179,7 @@ TEST_CASE("fuzz: mutated config files load or give an lmx error", "[fuzz][config
   std::mt19937_64 rng(20261129);
   Tally tally;
   const auto t0 = std::chrono::steady_clock::now();
-  const int n = 3000 * scale();
+  const int n = cases(3000);
   for (int i = 0; i < n; ++i) {
     const std::string text = mutate(seeds[rng() % seeds.size()], rng, seeds);
     if (i % 8 == 0) {  // through a file: extends, file errors
@@ -194,7 +197,7 @@ TEST_CASE("fuzz: mutated config files load or give an lmx error", "[fuzz][config
   }
   // --set overrides: mutated key=value strings.
   const std::vector<std::string> sets = {"model.d_model=64", "train.lr=0.003", "model.ffn=swiglu", "data.layout=packed"};
-  for (int i = 0; i < 1000 * scale(); ++i) {
+  for (int i = 0; i < cases(1000); ++i) {
     const std::string s = mutate(sets[rng() % sets.size()], rng, sets);
     expect_clean(tally, "override", s, [&] { load_config(lmx::test::source_path("configs/textbook.yaml"), {s}); });
   }
@@ -218,7 +221,7 @@ TEST_CASE("fuzz: mutated experiment specs load and expand or give an lmx error",
   Tally tally;
   const auto t0 = std::chrono::steady_clock::now();
   const std::string path = (dir.path / "experiments" / "fuzz.yaml").string();
-  for (int i = 0; i < 1500 * scale(); ++i) {
+  for (int i = 0; i < cases(1500); ++i) {
     const std::string text = mutate(seeds[rng() % seeds.size()], rng, others);
     spit(path, text);
     expect_clean(tally, "spec", text, [&] {
@@ -263,7 +266,7 @@ TEST_CASE("fuzz: corrupt and truncated checkpoints give an lmx error, never a cr
   const auto t0 = std::chrono::steady_clock::now();
   const std::string path = dir.file("fuzz.safetensors");
   const std::vector<std::string> others = {good.substr(8, header_len), "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}"};
-  for (int i = 0; i < 1500 * scale(); ++i) {
+  for (int i = 0; i < cases(1500); ++i) {
     std::string bytes;
     switch (i % 4) {
       case 0:  // mutate the JSON header only, keep the length field consistent
