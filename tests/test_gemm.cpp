@@ -2,7 +2,9 @@
 // every transpose combination and β against torch::mm, gemm::linear's output and the
 // gradients of x, w and the bias against torch::linear's, and the model-level switch (the
 // fused kernels off or bf16 autocast keep LibTorch's linear). Where lmx was built without
-// oneDNN, the LibTorch side of gemm::sgemm is what runs.
+// oneDNN, the LibTorch side of gemm::sgemm is what runs. The bf16 GEMMs: the rounding against
+// LibTorch's float32 -> bfloat16 conversion, and linear's output and gradients against float64
+// products of the same bfloat16-rounded operands (where this CPU runs bf16 GEMMs).
 #include "catch.h"
 
 #include <torch/nn/functional/linear.h>
@@ -107,4 +109,72 @@ TEST_CASE("linear_2d: oneDNN only where the fused float32 kernels are on", "[mod
   auto fused = linear_2d(x, w, b);
   CHECK(fused.sizes() == plain.sizes());
   CHECK(max_abs(fused, plain) <= 1e-5);
+}
+
+TEST_CASE("gemm::to_bf16: LibTorch's rounding to bfloat16, bit for bit", "[model][gemm][bf16]") {
+  torch::manual_seed(5);
+  // 16-wide vectors and a tail; ties (x.5 ulp of bfloat16) both ways, large, small, signed
+  // zeros, infinities. (Denormals: lmx flushes them to zero in its float32 arithmetic.)
+  auto x = torch::cat({torch::randn({1000}) * 30, torch::tensor({1.0f + 1.0f / 256, 1.0f + 3.0f / 256, -2.5f, 0.0f, -0.0f,
+                                                               3.0e38f, -1.0e-30f, INFINITY, -INFINITY, 65504.0f})});
+  const auto got = gemm::to_bf16(x), want = x.to(torch::kBFloat16);
+  REQUIRE(got.scalar_type() == torch::kBFloat16);
+  CHECK(torch::equal(got.view(torch::kInt16), want.view(torch::kInt16)));
+  CHECK(std::isnan(gemm::to_bf16(torch::tensor({NAN})).to(torch::kFloat32).item<float>()));
+  const auto m = x.narrow(0, 0, 1000).view({50, 20}).t();  // a non-contiguous view
+  CHECK(torch::equal(gemm::to_bf16(m).view(torch::kInt16), m.contiguous().to(torch::kBFloat16).view(torch::kInt16)));
+}
+
+TEST_CASE("gemm::linear in bf16: output and gradients against float64 products of the bf16-rounded operands", "[model][gemm][bf16]") {
+  const std::string why = gemm::bf16_unavailable();
+  if (!why.empty()) {
+    WARN("no bf16 GEMMs here: " << why);
+    return;
+  }
+  auto r = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat64); };  // rounded, exact
+  for (bool bias : {true, false}) {
+    for (int64_t M : {1, 77, 2048}) {
+      DYNAMIC_SECTION((bias ? "bias" : "no bias") << " M=" << M) {
+        torch::manual_seed(M + 11);
+        const int64_t K = 72, N = 40;  // not multiples of the kernels' blocks
+        auto x = torch::randn({M, K}).requires_grad_(), w = (torch::randn({N, K}) * 0.1).requires_grad_();
+        auto b = torch::randn({N}).requires_grad_(), dy = torch::randn({M, N});
+        torch::Tensor y;
+        {
+          gemm::Bf16Scope on;
+          CHECK(gemm::bf16_on());
+          y = gemm::linear(x, w, bias ? b : torch::Tensor());
+        }
+        CHECK_FALSE(gemm::bf16_on());
+        y.backward(dy);  // outside the scope: the backward keeps its forward's precision
+        REQUIRE(y.scalar_type() == torch::kFloat32);
+        auto want_y = torch::mm(r(x), r(w).t()) + (bias ? b.detach().to(torch::kFloat64) : torch::zeros({N}, torch::kFloat64));
+        auto want_dx = torch::mm(r(dy), r(w)), want_dw = torch::mm(r(dy).t(), r(x));
+        // float32 accumulation of K (or M) exact bf16 products: |error| <= n·2⁻²⁴·Σ|terms|.
+        auto tol = [](const torch::Tensor& a, const torch::Tensor& b, int64_t n) {
+          return 2.0 * n * 6e-8 * torch::mm(a.abs(), b.abs()).max().item<double>() + 1e-6;
+        };
+        CHECK(max_abs(y.detach(), want_y) <= tol(r(x), r(w).t(), K));
+        CHECK(max_abs(x.grad(), want_dx) <= tol(r(dy), r(w), N));
+        CHECK(max_abs(w.grad(), want_dw) <= tol(r(dy).t(), r(x), M));
+        if (bias) CHECK(max_abs(b.grad(), dy.sum(0)) <= 1e-4);
+        // and bf16, not float32, operands: further from the float32 product than float32 rounding
+        CHECK(max_abs(y.detach(), torch::mm(x.detach().to(torch::kFloat64), w.detach().to(torch::kFloat64).t()) +
+                                      (bias ? b.detach().to(torch::kFloat64) : torch::zeros({N}, torch::kFloat64))) > 1e-4);
+      }
+    }
+  }
+}
+
+TEST_CASE("gemm::Bf16Scope nests and restores", "[model][gemm][bf16]") {
+  CHECK_FALSE(gemm::bf16_on());
+  {
+    gemm::Bf16Scope a;
+    {
+      gemm::Bf16Scope b;
+      CHECK(gemm::bf16_on());
+    }
+    CHECK(gemm::bf16_on());
+  }
+  CHECK_FALSE(gemm::bf16_on());
 }

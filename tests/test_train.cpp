@@ -10,6 +10,7 @@
 #include "data/pronoun.h"
 #include "helpers.h"
 #include "model/checkpoint.h"
+#include "model/gemm.h"
 #include "model/precision.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
@@ -279,22 +280,27 @@ TEST_CASE("lmx train exits 1 when every seed diverged and 0 when one finished", 
   CHECK(st.rows.at(0)[column(st, "status")] == "diverged");
 }
 
-TEST_CASE("train.precision bf16: autocast on for the forward and off after, and training lands close to fp32", "[train][precision]") {
+TEST_CASE("train.precision bf16: the CPU's bf16 GEMMs where it has them, else autocast, on for the forward only, and training lands close to fp32", "[train][precision]") {
   auto a = torch::randn({8, 16}), b = torch::randn({16, 4});
+  const bool gemms = gemm::bf16_unavailable().empty();
+  INFO("bf16 GEMMs: " << (gemms ? "yes" : gemm::bf16_unavailable()));
   {
     AutocastGuard on("bf16", c10::DeviceType::CPU);
-    CHECK(torch::mm(a, b).scalar_type() == torch::kBFloat16);
-    CHECK(autocast_active(c10::DeviceType::CPU));
+    CHECK(gemm::bf16_on() == gemms);
+    CHECK(autocast_active(c10::DeviceType::CPU) == !gemms);
+    CHECK(torch::mm(a, b).scalar_type() == (gemms ? torch::kFloat32 : torch::kBFloat16));
     {
       AutocastGuard off("fp32", c10::DeviceType::CPU);  // fp32 leaves the outer state alone
-      CHECK(torch::mm(a, b).scalar_type() == torch::kBFloat16);
+      CHECK(gemm::bf16_on() == gemms);
+      CHECK(autocast_active(c10::DeviceType::CPU) == !gemms);
     }
   }
+  CHECK_FALSE(gemm::bf16_on());
   CHECK_FALSE(autocast_active(c10::DeviceType::CPU));
   CHECK(torch::mm(a, b).scalar_type() == torch::kFloat32);
 
   // The same 20 steps in fp32 and bf16: both finish, the bf16 test perplexity within 5%, and
-  // not identical (autocast did change the arithmetic).
+  // not identical (bf16 did change the arithmetic).
   TempDir dir;
   Config cfg = small_config();
   fs::create_directories(dir.path / "fp");
@@ -307,5 +313,19 @@ TEST_CASE("train.precision bf16: autocast on for the forward and off after, and 
   CHECK(std::isfinite(bf.test.ppl));
   CHECK(bf.test.ppl == Approx(fp.test.ppl).epsilon(0.05));
   CHECK(bf.test.ppl != fp.test.ppl);
+  CHECK_FALSE(autocast_active(c10::DeviceType::CPU));
+  CHECK_FALSE(gemm::bf16_on());
+}
+
+TEST_CASE("train.precision bf16 with LMX_BF16_GEMM=0: LibTorch's autocast on the CPU", "[train][precision]") {
+  ::setenv("LMX_BF16_GEMM", "0", 1);
+  CHECK_FALSE(gemm::bf16_unavailable().empty());
+  {
+    AutocastGuard on("bf16", c10::DeviceType::CPU);
+    CHECK(autocast_active(c10::DeviceType::CPU));
+    CHECK_FALSE(gemm::bf16_on());
+    CHECK(torch::mm(torch::randn({4, 8}), torch::randn({8, 2})).scalar_type() == torch::kBFloat16);
+  }
+  ::unsetenv("LMX_BF16_GEMM");
   CHECK_FALSE(autocast_active(c10::DeviceType::CPU));
 }

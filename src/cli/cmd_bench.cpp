@@ -14,6 +14,7 @@
 #include "data/corpus.h"
 #include "model/gemm.h"
 #include "model/lm.h"
+#include "model/precision.h"
 #include "model/sizes.h"
 #include "train/trainer.h"
 #include "util/csv.h"
@@ -121,11 +122,11 @@ double decode_tokens_per_s(ModernLM& model, int64_t len, int64_t vocab, bool cac
 }
 
 // The GEMMs of every nn::Linear of the model on `rows` rows, timed alone (hot cache, no
-// autograd): forward (onto the bias), input gradient gy·W and weight gradient gyᵀ·x, plus the
-// bias gradient's column sum; ms per step, the mean of `reps` repetitions.
-// What a step costs at least with this BLAS: the floor the rest of the step adds to.
-double linear_gemm_ms(ModernLM& model, int64_t rows, int reps) {
-  torch::NoGradGuard no_grad;
+// autograd) in train.precision: forward (onto the bias), input gradient gy·W and weight
+// gradient gyᵀ·x, plus the bias gradient's column sum (and in bf16 the conversions the layers
+// make); ms per step, the mean of `reps` repetitions. What a step costs at least with this
+// GEMM: the floor the rest of the step adds to.
+double linear_gemm_ms(ModernLM& model, int64_t rows, int reps, const std::string& precision) {
   struct Shape {
     torch::Tensor x, w, b, gy;
   };
@@ -137,14 +138,9 @@ double linear_gemm_ms(ModernLM& model, int64_t rows, int reps) {
     shapes.push_back({torch::randn({rows, w.size(1)}), w.detach().clone(),
                       lin->bias.defined() ? lin->bias.detach().clone() : torch::Tensor(), torch::randn({rows, w.size(0)})});
   }
+  AutocastGuard bf16(precision, c10::DeviceType::CPU);
   auto once = [&] {  // as the linear layers run them (model/gemm.cpp), on the active backend
-    for (auto& s : shapes) {
-      auto y = gemm::linear(s.x, s.w, s.b);  // no autograd here: the forward GEMM alone
-      auto dx = torch::empty_like(s.x), dw = torch::empty_like(s.w);
-      gemm::sgemm(s.gy, false, s.w, false, dx, 0.0f);
-      gemm::sgemm(s.gy, true, s.x, false, dw, 0.0f);
-      if (s.b.defined()) auto db = s.gy.sum(0);
-    }
+    for (auto& s : shapes) gemm::linear_gemms_once(s.x, s.w, s.b, s.gy);
   };
   once();  // warm-up
   const auto t0 = Clock::now();
@@ -170,7 +166,7 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
   t.add({"backward", fmt::format("{:.3f}", t_bwd / n)});
   t.add({"clip", fmt::format("{:.3f}", t_clip / n)});
   t.add({"AdamW step", fmt::format("{:.3f}", t_opt / n)});
-  const double gemm = linear_gemm_ms(model, data.size(1) * T, a.steps);
+  const double gemm = linear_gemm_ms(model, data.size(1) * T, a.steps, cfg.train.precision);
   t.add({"(all linear layers' GEMMs alone)", fmt::format("{:.3f}", gemm)});
   t.add({"(everything else)", fmt::format("{:.3f}", (t_fwd + t_bwd + t_clip + t_opt) / n - gemm)});
   std::cout << t.markdown() << "\n";

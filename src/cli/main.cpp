@@ -36,6 +36,9 @@ void print_version() {
             << (blas.core.empty() ? "" : fmt::format("BLAS kernels {}\n", blas.core_label()))
             << (blas.core_note().empty() ? "" : fmt::format("note: {}\n", blas.core_note()))
             << fmt::format("linear layers' GEMMs {}\n", lmx::gemm::describe())
+            << fmt::format("bf16 on the CPU {}\n", lmx::gemm::bf16_unavailable().empty()
+                                                     ? "oneDNN bf16 GEMMs (AVX512-BF16), float32 accumulation"
+                                                     : "LibTorch's autocast: " + lmx::gemm::bf16_unavailable())
             << fmt::format("threads {} (LibTorch {}, OpenBLAS {})\n", lmx::runtime::threads(),
                            lmx::runtime::torch_threads(), lmx::runtime::blas_threads())
             << fmt::format("denormals {}\n", lmx::runtime::denormals_flushed()

@@ -198,7 +198,7 @@ std::vector<Field> make_fields() {
       int_field<T>("train.log_every", &T::log_every, 1, kMaxInt, "log line every N steps (when stderr is not a terminal)"),
       int_field<T>("train.checkpoint_every", &T::checkpoint_every, 0, kMaxInt, "also checkpoint every N steps, for --resume; 0 = only at the end"),
       string_field<T>("train.device", &T::device, "where tensors live", fixed({"cpu", "cuda"})),
-      string_field<T>("train.precision", &T::precision, "fp32, or bf16: autocast matmuls to bfloat16 (weights and AdamW state stay fp32); on a CPU fast only with AVX512-BF16 or AMX", fixed({"fp32", "bf16"})),
+      string_field<T>("train.precision", &T::precision, "fp32, or bf16: the linear layers' GEMMs in bfloat16, fp32 accumulation (weights and AdamW state stay fp32); on a CPU without AVX512-BF16 or AMX, LibTorch's autocast (slower than fp32)", fixed({"fp32", "bf16"})),
 
       string_field<D>("data.kind", &D::kind, "garden: the built-in toy language; text: plain text (bytes, or subwords by data.tokenizer)", fixed({"garden", "text"})),
       string_field<D>("data.grammar", &D::grammar, "garden grammar file (relative to the config), or a built-in by name: garden (data/garden.yaml: v3, clauses with subjects of their own), garden_v2 (one clause per sentence), garden_v1 (context-free); empty = garden"),

@@ -5,6 +5,14 @@
 // the linear layers' shapes (docs/PERFORMANCE.md): oneDNN ≥ OpenBLAS's AVX-512 kernels too.
 // LMX_GEMM=torch (or a build without oneDNN, the fused kernels off, bf16 autocast) keeps
 // LibTorch's ops (OpenBLAS). tests/test_gemm.cpp checks values and gradients against them.
+//
+// bf16 (train.precision bf16 on the CPU, model/precision.h): while a Bf16Scope is on, linear()
+// runs its three GEMMs as oneDNN's gemm_bf16bf16f32: bfloat16 operands (x, w and the output
+// gradient rounded to nearest even, w once per forward pass), float32 accumulation and
+// float32 results; weights, gradients and AdamW state stay float32, and everything outside the
+// linear layers' GEMMs (the fused kernels included) stays float32. Only where the CPU has
+// AVX512-BF16 or AMX (oneDNN's ISA check): elsewhere bf16 GEMMs are emulated and slower than
+// fp32, and bf16_unavailable() says so.
 #pragma once
 #include <string>
 
@@ -34,5 +42,32 @@ void sgemm(const torch::Tensor& a, bool ta, const torch::Tensor& b, bool tb, tor
 // (dx = dy·w, dw = dyᵀ·x, dbias = Σ_rows dy), on the active backend (linear_2d calls it
 // where takes(x)).
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias);
+
+// Why linear() cannot run bf16 GEMMs in this process, or "" when it can: a build without oneDNN
+// (or without its bf16 GEMM), LMX_GEMM=torch, the fused kernels off, LMX_BF16_GEMM=0, or a CPU
+// without AVX512-BF16 / AMX.
+std::string bf16_unavailable();
+// While alive on this thread, linear() runs bf16 GEMMs (precondition: bf16_unavailable() is "").
+// A gradient computed later (the backward) runs in the precision its forward ran in.
+class Bf16Scope {
+ public:
+  Bf16Scope();
+  ~Bf16Scope();
+  Bf16Scope(const Bf16Scope&) = delete;
+  Bf16Scope& operator=(const Bf16Scope&) = delete;
+
+ private:
+  bool prev_;
+};
+bool bf16_on();  // a Bf16Scope is alive on this thread
+
+// x (float32) rounded to bfloat16, nearest even (contiguous result).
+torch::Tensor to_bf16(const torch::Tensor& x);
+
+// What one linear layer's GEMMs cost without autograd, for lmx bench --breakdown: the forward
+// (onto the bias), the input and weight gradients and the bias's column sum, with the
+// conversions to bfloat16 that linear() and its backward make when bf16_on().
+void linear_gemms_once(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias,
+                       const torch::Tensor& dy);
 
 }  // namespace lmx::gemm

@@ -3,6 +3,10 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
+#include <atomic>
+
+#include "util/log.h"
+
 namespace lmx {
 
 // LibTorch >= 2.4 names autocast's switches by device type; 1.13 has one pair per device.
@@ -49,6 +53,16 @@ c10::ScalarType autocast_dtype(c10::DeviceType d) {
 
 AutocastGuard::AutocastGuard(const std::string& precision, c10::DeviceType device) : device_(device) {
   if (precision != "bf16") return;
+  if (device == c10::DeviceType::CPU) {
+    const std::string why = gemm::bf16_unavailable();
+    if (why.empty()) {
+      bf16_gemms_.emplace();
+      return;
+    }
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      log::warn("precision", "train.precision bf16: {}; LibTorch's CPU autocast runs instead (fp32 is faster here)", why);
+  }
   active_ = true;
   prev_enabled_ = autocast_active(device);
   prev_dtype_ = autocast_dtype(device);
