@@ -79,8 +79,9 @@ for recipe in $recipes; do
     [[ "$dff" =~ ^[0-9]+$ ]] && extra=(--d-ff "$dff")
     env "${peer_env[@]}" OMP_NUM_THREADS="$n" OPENBLAS_NUM_THREADS="$n" "$python" "$peer" --recipe "$recipe" --threads "$n" \
       --batch 32 --seq-len 64 --steps "$steps" --warmup "$warmup" "${extra[@]}" >"$out/peer_${recipe}_${n}_r$round.csv"
-    # bf16 autocast where the CPU has bf16 instructions (AVX512-BF16 or AMX): its own row, against
-    # the same fp32 peer run (not the same arithmetic, so not an entry in the fp32 comparison).
+    # train.precision bf16 (the linear layers' GEMMs in bf16 through oneDNN) where the CPU has bf16
+    # instructions (AVX512-BF16 or AMX): its own row, against the same fp32 peer run (not the
+    # same arithmetic, so not an entry in the fp32 comparison).
     if ((bf16)); then
       "$lmx" -q --threads "$n" bench "$cfg" --set train.precision=bf16 --batch 32 --seq-len 64 --vocab 64 \
         --steps "$steps" --warmup "$warmup" --decode-len 512 --csv "$out/lmx_${recipe}_${n}_bf16_r$round.csv" >/dev/null
