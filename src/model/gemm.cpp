@@ -62,9 +62,7 @@ GemmBf16Fn gemm_bf16_fn() {
   static const auto fn = reinterpret_cast<GemmBf16Fn>(::dlsym(RTLD_DEFAULT, "dnnl_gemm_bf16bf16f32"));
   return fn;
 }
-#endif
 
-#if LMX_WITH_ONEDNN
 // fn() on OpenMP with all --threads: runtime::set_threads keeps the calling thread's OpenMP
 // count at 1 for LibTorch's own ops at --threads <= 2, and oneDNN runs on the caller's count.
 template <class F>
@@ -242,15 +240,21 @@ std::string bf16_unavailable() {
 #if !LMX_WITH_ONEDNN
   return "lmx was built without oneDNN";
 #else
-  if (!gemm_bf16_fn()) return "this oneDNN does not export its bf16 GEMM (dnnl_gemm_bf16bf16f32)";
+  // What this process's oneDNN and CPU allow: fixed for its lifetime, looked up once (every
+  // bf16 step asks).
+  static const std::string hardware = [] {
+    if (!gemm_bf16_fn()) return std::string("this oneDNN does not export its bf16 GEMM (dnnl_gemm_bf16bf16f32)");
+    const bool isa = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    if (!cpu_has_bf16() || !isa)
+      return std::string("this CPU has neither AVX512-BF16 nor AMX (or DNNL_MAX_CPU_ISA caps oneDNN below them): "
+                         "bf16 GEMMs would be emulated, slower than fp32");
+    return std::string();
+  }();
+  if (!hardware.empty()) return hardware;
   if (!onednn_on()) return "LMX_GEMM=torch keeps LibTorch's GEMMs";
   if (!fused_attention_enabled()) return "the fused float32 kernels are off (LMX_FUSED_ATTENTION=0)";
   const char* env = std::getenv("LMX_BF16_GEMM");
   if (env && std::string(env) == "0") return "LMX_BF16_GEMM=0";
-  const bool isa = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
-  if (!cpu_has_bf16() || !isa)
-    return "this CPU has neither AVX512-BF16 nor AMX (or DNNL_MAX_CPU_ISA caps oneDNN below them): "
-           "bf16 GEMMs would be emulated, slower than fp32";
   return "";
 #endif
 }
