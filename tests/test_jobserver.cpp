@@ -73,7 +73,7 @@ TEST_CASE("lmx sweep under a one-slot jobserver runs one run at a time and gives
   TempDir dir;
   SlotPipe pipe(dir, 1);
   auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/textbook.yaml") +
-                                      "\nseeds: [0, 1, 2]\nset: {train.steps: 4, train.eval_every: 0, data.train_docs: 100, "
+                                      "\nseeds: [0, 1, 2]\nset: {train.steps: 150, train.eval_every: 0, data.train_docs: 100, "
                                       "data.val_docs: 20, data.test_docs: 20, train.batch_size: 8}\n");
   const std::string out = dir.file("out");
   // --jobs 3 would start all three at once; the single shared slot holds them to one.
@@ -86,7 +86,10 @@ TEST_CASE("lmx sweep under a one-slot jobserver runs one run at a time and gives
   REQUIRE(shared.code == 0);
   CHECK(shared.output.find("sharing job slots through LMX_JOBSERVER=") != std::string::npos);
   CHECK(pipe.free_slots() == 1);
-  // Each run's interval: its config written at start, its summary at the end.
+  // Each run's interval: its config written at the start of training, its summary at the end.
+  // 150 steps keep that interval (~0.5 s) longer than the jitter of the processes' start-up
+  // (loading LibTorch), so that the control below does not depend on that jitter: at 4 steps
+  // it once failed on a busy machine.
   auto intervals = [](const std::string& sweep_out) {
     std::vector<std::pair<fs::file_time_type, fs::file_time_type>> iv;
     for (int seed = 0; seed < 3; ++seed) {

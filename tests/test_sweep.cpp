@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "data/corpus.h"
+#include "config/fields.h"
 #include "experiments/spec.h"
 #include "model/sizes.h"
 #include "helpers.h"
@@ -57,6 +58,32 @@ TEST_CASE("a spec point may start from its own base config", "[sweep]") {
   CHECK(points[1].config.train.steps == 5);
   dir.write("exp/bad.yaml", "base: ../configs/base.yaml\npoints:\n  x: {base: ../configs/missing.yaml}\n");
   CHECK_THROWS_WITH(expand(load_spec(dir.file("exp/bad.yaml")), false), Catch::Contains("missing.yaml"));
+}
+
+TEST_CASE("a spec names a built-in grammar bare and a grammar file relative to itself", "[sweep]") {
+  // As a config and --set do: a value without "/" or "." is a built-in world (garden_v2), not a
+  // file next to the spec; a path is resolved against the spec's folder.
+  TempDir dir;
+  dir.write("base.yaml", "model:\n  d_model: 32\n");
+  auto path = dir.write("exp/spec.yaml",
+                        "base: ../base.yaml\nset: {data.grammar: garden_v2}\n"
+                        "points:\n  v1: {data.grammar: garden_v1}\n  file: {data.grammar: ../my_world.yaml}\n"
+                        "  v2: {}\n");
+  auto points = expand(load_spec(path), false);
+  REQUIRE(points.size() == 3);
+  CHECK(points[0].config.data.grammar == "garden_v1");
+  CHECK(points[1].config.data.grammar == (fs::path(dir.file("my_world.yaml"))).lexically_normal().string());
+  CHECK(points[2].config.data.grammar == "garden_v2");
+  auto grid = dir.write("exp/grid.yaml", "base: ../base.yaml\ngrid:\n  data.grammar: [garden_v2, garden]\n");
+  auto gpoints = expand(load_spec(grid), false);
+  REQUIRE(gpoints.size() == 2);
+  CHECK(gpoints[0].config.data.grammar == "garden_v2");
+  CHECK(gpoints[1].config.data.grammar == "garden");
+  // The one rule, for every way a value arrives.
+  CHECK(resolve_key_value("data.grammar", "garden_v2", "/x") == "garden_v2");
+  CHECK(resolve_key_value("data.grammar", "w.yaml", "/x") == "/x/w.yaml");
+  CHECK(resolve_key_value("data.text_path", "corpus", "/x") == "/x/corpus");  // no built-in texts
+  CHECK(resolve_key_value("train.lr", "0.1", "/x") == "0.1");
 }
 
 TEST_CASE("match_params re-matches the other points' d_ff to the reference's parameter count", "[sweep]") {

@@ -159,9 +159,7 @@ void apply_tree_body(Config& cfg, const YAML::Node& root, const std::string& fil
       field->set(cfg, kv.second, where(file, kv.second.Mark()));
       if (allow_extends && is_path_key(field->key)) {  // a file's key: relative to that file
         std::string& p = field->key == "data.grammar" ? cfg.data.grammar : cfg.data.text_path;
-        // A bare grammar name (no "/" or ".") names a built-in under data/ (garden, garden_v2, garden_v1).
-        if (field->key != "data.grammar" || p.find_first_of("/.") != std::string::npos)
-          p = resolve_path(p, fs::path(file).parent_path().string());
+        p = resolve_key_value(field->key, p, fs::path(file).parent_path().string());
       }
     }
   }
@@ -214,7 +212,7 @@ void apply_override(Config& cfg, const std::string& assignment) {
   field->set(cfg, node, at);
   if (is_path_key(key)) {  // --set: relative to the working directory
     std::string& p = key == "data.grammar" ? cfg.data.grammar : cfg.data.text_path;
-    if (key != "data.grammar" || p.find_first_of("/.") != std::string::npos) p = resolve_path(p, "");
+    p = resolve_key_value(key, p, "");
   }
 }
 

@@ -308,6 +308,12 @@ std::string resolve_path(const std::string& value, const std::string& base_dir) 
   return (ec ? base / value : abs).lexically_normal().string();
 }
 
+std::string resolve_key_value(const std::string& key, const std::string& value, const std::string& base_dir) {
+  if (!is_path_key(key)) return value;
+  if (key == "data.grammar" && value.find_first_of("/.") == std::string::npos) return value;  // a built-in
+  return resolve_path(value, base_dir);
+}
+
 std::optional<long long> strict_integer(const std::string& text) {
   size_t i = text.size() > 1 && text[0] == '-' ? 1 : 0;
   if (i == text.size() || text.size() - i > 19) return std::nullopt;

@@ -40,8 +40,11 @@ std::string fields_markdown();
 // The keys that name files (data.grammar, data.text_path): a relative value is resolved against
 // the directory of the file that sets it (the working directory for --set), and kept absolute,
 // so that a checkpoint or sweep names the same file from any directory.
+// A bare data.grammar value (no "/" or ".") names a built-in world (garden, garden_v2,
+// garden_v1) and stays as it is; resolve_key_value applies both rules to any key's value.
 bool is_path_key(const std::string& key);
 std::string resolve_path(const std::string& value, const std::string& base_dir);
+std::string resolve_key_value(const std::string& key, const std::string& value, const std::string& base_dir);
 
 // The one YAML document of `text` (a config's, spec's or grammar's); a second document (after
 // ---) is an InputError naming `source`, line and column. YAML::LoadAll can loop forever on some

@@ -27,7 +27,7 @@ std::string scalar(const std::string& file, const YAML::Node& n, const std::stri
 
 // A value as the spec sets it: a file name (data.grammar, ...) relative to the spec.
 std::string spec_value(const std::string& file, const std::string& key, const std::string& value) {
-  return is_path_key(key) ? resolve_path(value, fs::path(file).parent_path().string()) : value;
+  return resolve_key_value(key, value, fs::path(file).parent_path().string());
 }
 
 // The keys of a mapping, each once (YAML parsers keep one of a repeated key silently).
