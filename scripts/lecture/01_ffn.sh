@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Lecture section 01, FFN: activations and gating (LECTURE.md 01.1-01.4).
-#   scripts/lecture/01_ffn.sh [--quick] [--jobs N] [--out DIR]
+#   scripts/lecture/01_ffn.sh [--quick] [--lecture-runs] [--jobs N] [--out DIR]
 # Tables: activations, ffn_params (probes), ffn_training (relu/gelu/silu/swiglu, 5 seeds,
 # 6 epochs), sparsity (exact zeros and dead neurons per layer, lr 3e-3 / 0.01 / 0.03, 5 seeds).
+# --lecture-runs: 2 seeds each, as the lecture (F1, F4).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 01_ffn "$@"
 
@@ -10,7 +11,7 @@ probe activations activations
 probe ffn-params ffn_params
 
 slot "$LMX" -q data stats "$ROOT/configs/textbook.yaml" "${TINY[@]}" > "$R/world.txt"
-sweep 01_ffn.yaml ffn ffn_training
+sweep 01_ffn.yaml ffn ffn_training $(lecture_seeds 0,1)
 # Where the textbook model (the relu point) is off the truth: training split vs test split.
 echo "seed,split,ppl,true_ppl,above_truth_pct" > "$R/textbook_gap.csv"
 for run in "$RUNS"/ffn/runs/*/seed*; do
@@ -24,7 +25,7 @@ for run in "$RUNS"/ffn/runs/*/seed*; do
 done
 csv_md "$R/textbook_gap.csv" > "$R/textbook_gap.md"
 
-sweep 01_sparsity.yaml sparsity_lr sparsity_lr
+sweep 01_sparsity.yaml sparsity_lr sparsity_lr $(lecture_seeds 0,1)
 # Sparsity of every trained FFN: the 01.3 runs (lr 3e-3) and the higher-lr ReLU runs.
 echo "point,lr,seed,layer,ffn,zero_fraction,dead_neurons,dead_fraction" > "$R/sparsity.csv"
 for run in "$RUNS"/ffn/runs/*/seed* "$RUNS"/sparsity_lr/runs/*/seed*; do

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Lecture section 02, normalization (LECTURE.md 02.1-02.4).
-#   scripts/lecture/02_norm.sh [--quick] [--jobs N] [--out DIR]
+#   scripts/lecture/02_norm.sh [--quick] [--lecture-runs] [--jobs N] [--out DIR]
 # Tables: norm_invariance, gradnorm (post vs pre at depths 6/12/24, figure gradnorm.png),
 # warmup (6 layers, {post, pre} x {lr 1e-3, 5e-3, 5e-3 + 200 warm-up}, 3 seeds; figure
 # warmup_curves.png), collapse_lr (the same at lr 1e-2: where our post-norm
-# collapses), layernorm_vs_rmsnorm (pre-norm, 3 seeds).
+# collapses), layernorm_vs_rmsnorm (pre-norm, 3 seeds). --lecture-runs: the gradient probe at one
+# init, warm-up 1 seed, LayerNorm vs RMSNorm 2 seeds, no collapse_lr (the lecture's runs).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 02_norm "$@"
 
@@ -14,12 +15,14 @@ depths=6,12,24
 # Gradient norms at initialization, with the textbook preset's init (PyTorch's module
 # defaults, as the lecture's models) and, for contrast, with N(0, 0.02²) everywhere
 # (GPT-2 style, model.init normal): the init under which our earlier runs saw no growth.
-printf 'extends: %s\nmodel: {init: normal, init_std: 0.02}\n' "$ROOT/configs/textbook.yaml" > "$RUNS/textbook-normal.yaml"
 probe gradnorm gradnorm --depths "$depths"
-probe gradnorm gradnorm_normal --depths "$depths" --config "$RUNS/textbook-normal.yaml"
-sed -i "s|$ROOT/||" "$R/gradnorm_normal.md"  # the config's path from the repository root
-# Follow-up: the same probe at init seeds 1 and 2 (the lecture measured one init).
-for s in 1 2; do probe gradnorm "gradnorm_seed$s" --depths "$depths" --seed "$s"; done
+if followups; then
+  printf 'extends: %s\nmodel: {init: normal, init_std: 0.02}\n' "$ROOT/configs/textbook.yaml" > "$RUNS/textbook-normal.yaml"
+  probe gradnorm gradnorm_normal --depths "$depths" --config "$RUNS/textbook-normal.yaml"
+  sed -i "s|$ROOT/||" "$R/gradnorm_normal.md"  # the config's path from the repository root
+  # Follow-up: the same probe at init seeds 1 and 2 (the lecture measured one init).
+  for s in 1 2; do probe gradnorm "gradnorm_seed$s" --depths "$depths" --seed "$s"; done
+fi
 
 # Figures: gradient norm of each layer's FFN output matrix, by depth and placement.
 # gradnorm*.csv columns: depth, placement, layer, grad norm (one row per layer).
@@ -43,9 +46,11 @@ gradnorm_png() {
   } | plot_png "$png" "$title"
 }
 gradnorm_png "$R/gradnorm.csv" "$R/gradnorm.png" "Gradient norm by layer at init (PyTorch defaults): post- vs pre-norm"
-gradnorm_png "$R/gradnorm_normal.csv" "$R/gradnorm_normal.png" "Gradient norm by layer at init (N(0, 0.02^2)): post- vs pre-norm"
+if followups; then
+  gradnorm_png "$R/gradnorm_normal.csv" "$R/gradnorm_normal.png" "Gradient norm by layer at init (N(0, 0.02^2)): post- vs pre-norm"
+fi
 
-sweep 02_warmup.yaml warmup warmup
+sweep 02_warmup.yaml warmup warmup $(lecture_seeds 0)
 # Figure: validation perplexity during training (seed 0), unigram perplexity for reference.
 unigram="$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "unigram_test_ppl") c = i; next } $c != "" { print $c; exit }' "$R/warmup.csv")"
 {
@@ -61,8 +66,8 @@ unigram="$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "unigram_test_
 } | plot_png "$R/warmup_curves.png" "Warm-up: 6-layer models, no clipping (seed 0)"
 
 # Where OUR post-norm collapses: the same models at 2x, 4x and 8x the lecture's lr.
-sweep 02_collapse_lr.yaml collapse_lr collapse_lr
+if followups; then sweep 02_collapse_lr.yaml collapse_lr collapse_lr; fi
 
-sweep 02_norm.yaml layernorm_vs_rmsnorm layernorm_vs_rmsnorm
+sweep 02_norm.yaml layernorm_vs_rmsnorm layernorm_vs_rmsnorm $(lecture_seeds 0,1)
 
 lecture_done

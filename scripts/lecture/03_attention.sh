@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Lecture section 03, attention and the KV cache (LECTURE.md 03.1-03.4).
-#   scripts/lecture/03_attention.sh [--quick] [--jobs N] [--out DIR]
+#   scripts/lecture/03_attention.sh [--quick] [--lecture-runs] [--jobs N] [--out DIR]
 # Tables: kv_table (real models, BF16), kv_decode (cache vs recompute, cache sizes),
 # mla (absorption, RoPE, decoupled RoPE), uptrain (MHA -> GQA/MQA by mean / first /
 # random K,V init, after conversion, +5% and +20% of the budget, and from scratch),
-# uptrain_sources (mean vs first on five source models).
+# uptrain_sources (mean vs first on five source models). --lecture-runs: one source model (seed 0),
+# no uptrain_sources (the lecture's runs).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 03_attention "$@"
 
@@ -19,16 +20,17 @@ probe mla mla
 train=(-q --threads 1 train "$ROOT/configs/textbook.yaml")
 ((QUICK)) && train+=(--set train.steps=30 --set train.eval_every=0 "${TINY[@]}")
 in_parallel slot "$LMX" "${train[@]}" --seeds 0 --out "$RUNS/mha" > /dev/null
-in_parallel slot "$LMX" "${train[@]}" --seeds 1,2,3,4 --out "$RUNS/mha-more" > /dev/null
+if followups; then in_parallel slot "$LMX" "${train[@]}" --seeds 1,2,3,4 --out "$RUNS/mha-more" > /dev/null; fi
 wait_all
-# uptrain_pair KV SRC: seed 0's full uptrain to KV heads, then source SRC's mean / first comparison
-# (both KV-head counts, no from-scratch runs); two of these run side by side with --jobs > 1.
+# uptrain_pair KV SRC: seed 0's full uptrain to KV heads, then (a follow-up) source SRC's mean /
+# first comparison (both KV-head counts, no from-scratch runs); two of these run side by side
+# with --jobs > 1.
 uptrain_pair() {
   local kv="$1" src="$2" quick=()
   ((QUICK)) && quick=(--steps 3,6)
   "$LMX" -q --threads 1 uptrain "$RUNS/mha/seed0/model.safetensors" --kv-heads "$kv" --init mean,first,random \
-    "${quick[@]}" --out "$RUNS/uptrain-kv$kv" > /dev/null &&
-  uptrain_source "$src"
+    "${quick[@]}" --out "$RUNS/uptrain-kv$kv" > /dev/null || return
+  if followups; then uptrain_source "$src"; fi
 }
 # uptrain_source SRC: source SRC's mean / first comparison (both KV-head counts, no scratch runs).
 uptrain_source() {
@@ -39,12 +41,15 @@ uptrain_source() {
 }
 in_parallel slot uptrain_pair 2 1
 in_parallel slot uptrain_pair 1 2
-in_parallel slot uptrain_source 3
-in_parallel slot uptrain_source 4
+if followups; then
+  in_parallel slot uptrain_source 3
+  in_parallel slot uptrain_source 4
+fi
 wait_all
 { cat "$RUNS/uptrain-kv2/uptrain.csv"; tail -n +3 "$RUNS/uptrain-kv1/uptrain.csv"; } > "$R/uptrain.csv"
 csv_md "$R/uptrain.csv" > "$R/uptrain.md"
 # The mean / first rows of the five source models (column source = the source model's seed).
+if followups; then
 {
   echo "source,$(head -1 "$R/uptrain.csv")"
   for src in 0 1 2 3 4; do
@@ -54,5 +59,6 @@ csv_md "$R/uptrain.csv" > "$R/uptrain.md"
   done
 } > "$R/uptrain_sources.csv"
 csv_md "$R/uptrain_sources.csv" > "$R/uptrain_sources.md"
+fi
 
 lecture_done

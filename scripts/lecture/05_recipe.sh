@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Lecture section 05, the modern recipe (LECTURE.md 05.1-05.3).
-#   scripts/lecture/05_recipe.sh [--quick] [--jobs N] [--out DIR]
+#   scripts/lecture/05_recipe.sh [--quick] [--lecture-runs] [--jobs N] [--out DIR]
 # Tables: ablation (original -> Llama-style one change at a time, seed 0: parameters,
 # test perplexity, far-pronoun accuracy), recipes (both end points, 3 seeds), stability
 # (6 layers, lr 5e-3, no warm-up, no clipping: train loss at start and end, best val ppl;
-# figure stability_curves.png), kv_per_token (both recipes).
+# figure stability_curves.png), kv_per_token (both recipes). --lecture-runs: stability 1 seed, no
+# stability_lr1e-2 (the lecture's runs).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 05_recipe "$@"
 
@@ -22,7 +23,7 @@ awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
            print $1 "," $c["params"] "," $c["kv_numbers_per_token_per_layer"] "," $c["kv_bytes_per_token_bf16"] }' \
   "$R/recipes.csv" > "$R/kv_per_token.csv"
 
-sweep 05_stability.yaml stability stability_summary
+sweep 05_stability.yaml stability stability_summary $(lecture_seeds 0)
 # Train loss at the first and the last step of each run (metrics.csv: step, epoch, train_loss, ...).
 echo "recipe,seed,first_train_loss,last_train_loss,best_val_ppl,status" > "$R/stability.csv"
 for run in "$RUNS"/stability/runs/*/seed*; do
@@ -48,6 +49,6 @@ csv_md "$R/stability.csv" > "$R/stability.md"
 } | plot_png "$R/stability_curves.png" "Stability: 6 layers, lr 5e-3, no warm-up, no clipping"
 
 # Follow-up: the same at lr 1e-2, where our post-norm collapses (02_collapse_lr.yaml).
-sweep 05_stability_lr1e-2.yaml stability-lr1e-2 stability_lr1e-2
+if followups; then sweep 05_stability_lr1e-2.yaml stability-lr1e-2 stability_lr1e-2; fi
 
 lecture_done

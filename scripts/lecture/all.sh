@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Every lecture table: runs the five section scripts, then regenerates docs/RESULTS.md from
 # results/ (full mode only).
-#   scripts/lecture/all.sh [--quick] [--jobs N] [--out DIR] [--sequential]
+#   scripts/lecture/all.sh [--quick] [--lecture-runs] [--jobs N] [--out DIR] [--sequential]
+# --lecture-runs runs only the lecture's own run list, with its seed counts (FINDINGS.md), and
+# none of our follow-ups; its tables go to runs/lecture-runs/results (or --out DIR) and its
+# report to RESULTS.md there, not to docs/.
 # The sections run at once and share --jobs job slots (default: the number of cores): a named
 # pipe holding one byte per free slot (LMX_JOBSERVER), from which every sweep run, probe and
 # training command takes a slot while it computes. No core waits at the end of one section
@@ -14,11 +17,12 @@ source "$here/common.sh"  # ROOT, results_root
 SECONDS=0
 # Longest work first: 04 (the 3x-steps extrapolation is one ~10-minute process), 02, 01, 05, 03.
 sections=(04_position 02_norm 01_ffn 05_recipe 03_attention)
-quick=0 sequential=0 jobs="$(nproc)" prev="" out="" args=()
+quick=0 lecture_runs=0 sequential=0 jobs="$(nproc)" prev="" out="" args=()
 for a in "$@"; do
   case "$a" in
     --sequential) sequential=1; prev="$a"; continue ;;
     --quick) quick=1 ;;
+    --lecture-runs) lecture_runs=1 ;;
   esac
   [[ "$prev" == --out ]] && out="$a"
   [[ "$prev" == --jobs ]] && jobs="$a"
@@ -69,15 +73,23 @@ else
 fi
 # The whole run's time next to the sections' tables (--out DIR, default results/), before the
 # report, which reads it.
-out_root="$(results_root "$quick" "$out")"
+out_root="$(results_root "$quick" "$lecture_runs" "$out")"
 mkdir -p "$out_root"
+QUICK=$quick LECTURE_RUNS=$lecture_runs
 {
   echo "all sections: ${SECONDS} s"
-  echo "mode: $( ((quick)) && echo quick || echo full)"
+  echo "mode: $(run_mode)"
+  echo "commit: $(source_commit "${LMX_BIN:-$ROOT/build/lmx}")"
   echo "jobs: $jobs"
   echo "scheduler: $( ((sequential)) && echo "sections one after another" || echo "sections at once, $jobs shared slots")"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "blas: $("${LMX_BIN:-$ROOT/build/lmx}" --version | sed -n 's/^BLAS kernels //p')"
 } > "$out_root/wall_time.txt"
-((quick)) || "$here/report.sh" --results "$out_root"
+if ((!quick)); then
+  if ((lecture_runs)); then
+    "$here/report.sh" --results "$out_root" --out "$out_root/RESULTS.md"
+  else
+    "$here/report.sh" --results "$out_root"
+  fi
+fi
 echo "== all sections done in ${SECONDS}s" >&2

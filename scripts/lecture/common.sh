@@ -4,41 +4,48 @@
 #   LMX      the binary            R     results/<section> (tables and figures)
 #   RUNS     raw run outputs (runs/lecture/<section>, not committed)
 #   QUICK    1 with --quick        JOBS  runs at once (--jobs, default: the number of cores)
+#   LECTURE_RUNS  1 with --lecture-runs
 #   TINY     --set overrides that shrink the data in --quick mode (for verbs without a spec)
-# Options: --quick (tiny steps, 1 seed: a smoke test), --jobs N, --out DIR (results root;
-# default results/, or runs/lecture-quick/results with --quick).
+# Options: --quick (tiny steps, 1 seed: a smoke test), --lecture-runs (only the lecture's own
+# runs, with its seed counts: no follow-ups), --jobs N, --out DIR (results root; default
+# results/ for the full run, else runs/lecture-quick/results, runs/lecture-runs/results or
+# runs/lecture-runs-quick/results).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LMX="${LMX_BIN:-$ROOT/build/lmx}"  # LMX_BIN: use this binary as it is (no rebuild)
 
-# runs_root QUICK / results_root QUICK [OUT]: where raw runs and tables go (--out DIR overrides
-# the tables' folder): runs/lecture and results/, or with --quick runs/lecture-quick and its results/.
-runs_root() { if (($1)); then echo "$ROOT/runs/lecture-quick"; else echo "$ROOT/runs/lecture"; fi; }
+# runs_root QUICK LECTURE_RUNS / results_root QUICK LECTURE_RUNS [OUT]: where raw runs and tables
+# go (--out DIR overrides the tables' folder): the full run's in runs/lecture and results/ (the
+# committed tables); --lecture-runs and --quick each in their own runs/lecture-* folder, with
+# the tables in its results/.
+runs_root() { echo "$ROOT/runs/lecture$( (($2)) && echo -runs)$( (($1)) && echo -quick)"; }
 results_root() {
-  if [[ -n "${2:-}" ]]; then echo "$2"; elif (($1)); then echo "$(runs_root 1)/results"; else echo "$ROOT/results"; fi
+  if [[ -n "${3:-}" ]]; then echo "$3"; elif (($1 || $2)); then echo "$(runs_root "$1" "$2")/results"; else echo "$ROOT/results"; fi
 }
 
 lecture_init() {
   SECTION="$1"
   shift
   QUICK=0
+  LECTURE_RUNS=0
   JOBS="$(nproc)"
   local out=""
   while (($#)); do
     case "$1" in
       --quick) QUICK=1 ;;
+      --lecture-runs) LECTURE_RUNS=1 ;;
       --jobs) JOBS="$2"; shift ;;
       --out) out="$2"; shift ;;
       -h | --help)
         sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'
         exit 0 ;;
-      *) echo "$(basename "$0"): unknown option '$1' (valid: --quick, --jobs N, --out DIR)" >&2; exit 2 ;;
+      *) echo "$(basename "$0"): unknown option '$1' (valid: --quick, --lecture-runs, --jobs N, --out DIR)" >&2; exit 2 ;;
     esac
     shift
   done
-  R="$(results_root "$QUICK" "$out")/$SECTION"
-  RUNS="$(runs_root "$QUICK")/$SECTION"
+  R="$(results_root "$QUICK" "$LECTURE_RUNS" "$out")/$SECTION"
+  RUNS="$(runs_root "$QUICK" "$LECTURE_RUNS")/$SECTION"
   TINY=()
   SWEEP=(--jobs "$JOBS")
   if ((QUICK)); then
@@ -50,14 +57,45 @@ lecture_init() {
   rm -rf "$RUNS" "$R"
   mkdir -p "$RUNS" "$R"
   SECONDS=0
-  echo "== $SECTION: results in $R, runs in $RUNS$( ((QUICK)) && echo ' (quick)')" >&2
+  echo "== $SECTION: results in $R, runs in $RUNS$( ((QUICK)) && echo ' (quick)')$( ((LECTURE_RUNS)) && echo " (the lecture's runs only)")" >&2
+}
+
+# run_mode: full, quick, lecture-runs or "lecture-runs, quick" (for the wall-time records).
+run_mode() {
+  local m=full
+  ((LECTURE_RUNS)) && m=lecture-runs
+  ((QUICK)) && { ((LECTURE_RUNS)) && m="lecture-runs, quick" || m=quick; }
+  echo "$m"
+}
+
+# followups: true in a full run, false with --lecture-runs. A section wraps the runs the lecture
+# did not make (more seeds, other settings that explain a verdict) in `if followups; then`.
+followups() { ((!LECTURE_RUNS)); }
+
+# lecture_seeds SEEDS: "--seeds SEEDS" with --lecture-runs (the lecture's seed count for that
+# table, from ../shared/spec/FINDINGS.md), nothing in a full run (the spec's own seeds).
+lecture_seeds() { if ((LECTURE_RUNS)); then echo "--seeds $1"; fi; }
+
+# source_commit BINARY: the commit of the source tree the binary was built from (build/lmx -> its
+# parent), with "+dirty" when that tree has uncommitted changes to tracked files (other than
+# results/ and docs/RESULTS.md, which the lecture scripts write themselves); "unknown" for a
+# binary outside a git tree (e.g. LMX_BIN=/tmp/x/lmx).
+source_commit() {
+  local src commit
+  src="$(cd "$(dirname "$1")/.." && pwd)"
+  if commit="$(git -C "$src" rev-parse --short HEAD 2> /dev/null)"; then
+    git -C "$src" diff --quiet HEAD -- . ':!results' ':!docs/RESULTS.md' 2> /dev/null || commit+="+dirty"
+  else
+    commit=unknown
+  fi
+  echo "$commit"
 }
 
 # lecture_done: records the section's wall time and machine next to its tables.
 lecture_done() {
   {
     echo "section: $SECTION"
-    echo "mode: $( ((QUICK)) && echo quick || echo full)"
+    echo "mode: $(run_mode)"
     echo "wall_s: $SECONDS"
     echo "jobs: $JOBS"
     # all.sh runs the sections at once, sharing --jobs slots (the wall time overlaps theirs).
@@ -67,19 +105,7 @@ lecture_done() {
     echo "blas: $("$LMX" --version | sed -n 's/^BLAS kernels //p')"
     echo "gemm: $("$LMX" --version | sed -n "s/^linear layers' GEMMs //p")"
     echo "lmx: $("$LMX" --version | head -1)"
-    # The source tree the binary was built from (build/lmx -> its parent): commit, and
-    # "+dirty" when that tree had uncommitted changes to tracked files at the end of the run
-    # (other than results/ and docs/RESULTS.md, which the lecture scripts write themselves).
-    local src
-    src="$(cd "$(dirname "$LMX")/.." && pwd)"
-    # (A binary outside a git tree, e.g. LMX_BIN=/tmp/x/lmx: "unknown".)
-    local commit
-    if commit="$(git -C "$src" rev-parse --short HEAD 2> /dev/null)"; then
-      git -C "$src" diff --quiet HEAD -- . ':!results' ':!docs/RESULTS.md' 2> /dev/null || commit+="+dirty"
-    else
-      commit=unknown
-    fi
-    echo "commit: $commit"
+    echo "commit: $(source_commit "$LMX")"
   } > "$R/wall_time.txt"
   echo "== $SECTION done in ${SECONDS}s" >&2
 }
@@ -123,11 +149,12 @@ probe() {
   slot "$LMX" -q --threads 1 probe "$name" "$@" --csv "$R/$stem.csv" > "$R/$stem.md"
 }
 
-# sweep SPEC DIR NAME: runs an experiment spec into $RUNS/DIR and keeps its summary as
-# $R/NAME.csv and $R/NAME.md.
+# sweep SPEC DIR NAME [OPTIONS...]: runs an experiment spec into $RUNS/DIR (with lmx sweep's
+# OPTIONS, e.g. $(lecture_seeds 0,1)) and keeps its summary as $R/NAME.csv and $R/NAME.md.
 sweep() {
   local spec="$1" dir="$2" name="$3"
-  "$LMX" -q sweep "$ROOT/experiments/$spec" "${SWEEP[@]}" --out "$RUNS/$dir" > /dev/null
+  shift 3
+  "$LMX" -q sweep "$ROOT/experiments/$spec" "${SWEEP[@]}" "$@" --out "$RUNS/$dir" > /dev/null
   cp "$RUNS/$dir/summary.csv" "$R/$name.csv"
   cp "$RUNS/$dir/summary.md" "$R/$name.md"
 }

@@ -131,6 +131,9 @@ seed_values() {
   awk -F, -v n="$2" -v col="$3" -v d="${4:-2}" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
     $1 == n && $2 ~ /^[0-9]+$/ { printf "%s%.*f", (k++ ? " / " : ""), d, $c[col] }' "$1"
 }
+# nseeds CSV NAME: "5 seeds" / "1 seed", the seed rows of NAME in a summary (for headings: the full
+# run and --lecture-runs run different counts).
+nseeds() { awk -F, -v n="$2" 'NR > 1 && $1 == n && $2 ~ /^[0-9]+$/ { k++ } END { print k + 0, (k == 1 ? "seed" : "seeds") }' "$1"; }
 fmt() { awk -v v="$1" -v d="${2:-3}" 'BEGIN { if (v == "") print "n/a"; else printf "%.*f", d, v }'; }
 pm() { echo "$(fmt "$1" "${3:-3}") ± $(fmt "$2" "${3:-3}")"; }
 include() { echo; cat "$1"; echo; }
@@ -440,7 +443,7 @@ IFS='|' read -r l1_text l1_verdict <<< "$(win_claim "$F" test_ppl 0 swiglu relu 
 IFS='|' read -r l2_text _ <<< "$(win_claim "$F" test_ppl 0 gelu relu)"
 IFS='|' read -r l3_text _ <<< "$(win_claim "$F" test_ppl 0 silu relu)"
 IFS='|' read -r l4_text l4_verdict <<< "$(win_claim "$P" test_ppl 0 llama original)"
-echo "| SwiGLU beats the ungated FFNs at equal parameters (Shazeer 2020) | test ppl relu $(pm "${ppl[relu]}" "${sd[relu]}"), gelu $(pm "${ppl[gelu]}" "${sd[gelu]}"), silu $(pm "${ppl[silu]}" "${sd[silu]}"), swiglu $(pm "${ppl[swiglu]}" "${sd[swiglu]}") (5 seeds); $l1_text | swiglu wins against each (interval below 0) | $l1_verdict |"
+echo "| SwiGLU beats the ungated FFNs at equal parameters (Shazeer 2020) | test ppl relu $(pm "${ppl[relu]}" "${sd[relu]}"), gelu $(pm "${ppl[gelu]}" "${sd[gelu]}"), silu $(pm "${ppl[silu]}" "${sd[silu]}"), swiglu $(pm "${ppl[swiglu]}" "${sd[swiglu]}") ($(nseeds "$F" relu)); $l1_text | swiglu wins against each (interval below 0) | $l1_verdict |"
 gs_out=("$(outcome win 0 "$(cmp "$F:gelu" "$F:relu" test_ppl)")" "$(outcome win 0 "$(cmp "$F:silu" "$F:relu" test_ppl)")")
 echo "| GELU and SiLU beat ReLU | $l2_text; $l3_text | both win against relu | $(claim_verdict A "${gs_out[@]}") |"
 echo "| Dead ReLU neurons grow with the learning rate | dead fraction (mean over layers) $(layer_mean relu 7) / $(layer_mean relu-lr0.01 7) / $(layer_mean relu-lr0.03 7) | rises from lr 3e-3 to 0.01 to 0.03 | $(verdict "$(layer_mean relu 7) < $(layer_mean relu-lr0.01 7) && $(layer_mean relu-lr0.01 7) < $(layer_mean relu-lr0.03 7)") |"
@@ -449,7 +452,7 @@ echo "| The Llama-style recipe beats the original in perplexity | original $(pm 
 echo
 echo "## 01 FFN: activations and gating"
 for t in activations ffn_params; do include "$RES/01_ffn/$t.md"; done
-echo "### Training: relu / gelu / silu / swiglu, parameter-matched, 5 seeds, 6 epochs"
+echo "### Training: relu / gelu / silu / swiglu, parameter-matched, $(nseeds "$F" relu), 6 epochs"
 include "$RES/01_ffn/ffn_training.md"
 echo "### Sparsity of the FFN hidden layer (first 200 validation documents; mean over seeds)"
 include "$RES/01_ffn/sparsity.md"
@@ -459,17 +462,19 @@ include "$RES/02_norm/norm_invariance.md"
 echo "### Gradient norms at initialization (PyTorch's default init, as the presets)"
 include "$RES/02_norm/gradnorm.md"
 figure 02_norm/gradnorm.png "gradient norm by layer, PyTorch defaults"
-echo "### Gradient norms at initialization (N(0, 0.02²) everywhere: model.init normal, for contrast)"
-include "$RES/02_norm/gradnorm_normal.md"
-figure 02_norm/gradnorm_normal.png "gradient norm by layer, N(0, 0.02²)"
-echo "### Warm-up: 6 layers, 2 epochs, no clipping, 3 seeds"
+if [[ -f "$RES/02_norm/gradnorm_normal.md" ]]; then
+  echo "### Gradient norms at initialization (N(0, 0.02²) everywhere: model.init normal, for contrast)"
+  include "$RES/02_norm/gradnorm_normal.md"
+  figure 02_norm/gradnorm_normal.png "gradient norm by layer, N(0, 0.02²)"
+fi
+echo "### Warm-up: 6 layers, 2 epochs, no clipping, $(nseeds "$RES/02_norm/warmup.csv" post-lr5e-3)"
 include "$RES/02_norm/warmup.md"
 figure 02_norm/warmup_curves.png "validation perplexity during training"
 if [[ -f "$RES/02_norm/collapse_lr.md" ]]; then
-  echo "### The same at lr 1e-2 (where our post-norm collapses), 3 seeds"
+  echo "### The same at lr 1e-2 (where our post-norm collapses), $(nseeds "$RES/02_norm/collapse_lr.csv" post-lr1e-2)"
   include "$RES/02_norm/collapse_lr.md"
 fi
-echo "### LayerNorm vs RMSNorm (pre-norm, 2 layers, 3 seeds)"
+echo "### LayerNorm vs RMSNorm (pre-norm, 2 layers, $(nseeds "$RES/02_norm/layernorm_vs_rmsnorm.csv" layernorm))"
 include "$RES/02_norm/layernorm_vs_rmsnorm.md"
 
 echo "## 03 Attention and the KV cache"
@@ -488,7 +493,7 @@ figure 04_position/nll_by_position.png "NLL by position range"
 echo "## 05 The modern recipe"
 echo "### One change at a time (seed 0; d_ff re-matched to keep the parameter count)"
 include "$RES/05_recipe/ablation.md"
-echo "### Both recipes, 3 seeds"
+echo "### Both recipes, $(nseeds "$RES/05_recipe/recipes.csv" original)"
 include "$RES/05_recipe/recipes.md"
 echo "### Stability: 6 layers, lr 5e-3, no warm-up, no clipping"
 include "$RES/05_recipe/stability.md"
