@@ -205,6 +205,24 @@ TEST_CASE("probe gradnorm: one row per layer, matching a direct backward pass", 
         ++n;
       }
   CHECK(std::stod(row(totals, "2", "pre").at(col_of(totals, "stream rms"))) == Approx(sum / n).margin(1e-3));
+  // The split: the embedding's part is token embedding + sinusoidal position (Vaswani et al.:
+  // sin on even channels, cos on odd, angle pos / 10000^(2i/C)), the blocks' part the rest.
+  const auto W = model->named_parameters()["model.embed_tokens.weight"].detach().to(torch::kFloat64);
+  const int64_t C = W.size(1);
+  double emb_sum = 0, blk_sum = 0;
+  for (int64_t b = 0; b < s.size(0); ++b)
+    for (int64_t t = 0; t < s.size(1); ++t) {
+      if (batch.targets[b][t].item<int64_t>() == data::kIgnore) continue;
+      auto e = W[batch.inputs[b][t].item<int64_t>()].clone();
+      for (int64_t c = 0; c < C; ++c) {
+        const double angle = static_cast<double>(t) / std::pow(10000.0, static_cast<double>(c / 2 * 2) / C);
+        e[c] += c % 2 == 0 ? std::sin(angle) : std::cos(angle);
+      }
+      emb_sum += std::sqrt(e.pow(2).mean().item<double>());
+      blk_sum += std::sqrt((s[b][t] - e).pow(2).mean().item<double>());
+    }
+  CHECK(std::stod(row(totals, "2", "pre").at(col_of(totals, "embedding rms"))) == Approx(emb_sum / n).margin(1e-3));
+  CHECK(std::stod(row(totals, "2", "pre").at(col_of(totals, "blocks rms"))) == Approx(blk_sum / n).margin(1e-3));
   // Post-norm: the stream after the last block is a LayerNorm's output with γ = 1, β = 0 at
   // init, zero mean and unit variance per token, so its RMS is √(σ² / (σ² + ε)) ≈ 1.
   for (const char* depth : {"2", "3"})

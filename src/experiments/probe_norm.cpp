@@ -74,7 +74,7 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
   Table layers, totals;
   layers.header = {"depth", "placement", "layer", "down_proj grad norm"};
   totals.header = {"depth", "placement", "loss", "total grad norm", "first layer", "last layer", "last / first",
-                   "stream rms"};
+                   "stream rms", "embedding rms", "blocks rms"};
   // Target tokens of the batch: the stream RMS is averaged over them (padding excluded).
   const auto target_mask = batch.targets.reshape({-1}) != data::kIgnore;
   for (int depth : opt.depths) {
@@ -91,9 +91,13 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
       auto logits = model->forward(batch.inputs);  // (B, T, V)
       // RMS over channels of the residual stream after the last block, mean over target tokens:
       // pre-norm's final norm divides every layer's gradient by about this.
-      const auto stream = model->last_stream.to(torch::kFloat64);
-      const double stream_rms =
-          stream.pow(2).mean(-1).sqrt().reshape({-1}).masked_select(target_mask).mean().item<double>();
+      // Split into the embedding's part (the stream the first block reads) and the blocks' part
+      // (all residual branches: the stream minus the embedding's part), measured the same way.
+      const auto token_rms = [&](const torch::Tensor& s) {
+        return s.pow(2).mean(-1).sqrt().reshape({-1}).masked_select(target_mask).mean().item<double>();
+      };
+      const auto stream = model->last_stream.to(torch::kFloat64), first = model->first_stream.to(torch::kFloat64);
+      const double stream_rms = token_rms(stream), embed_rms = token_rms(first), blocks_rms = token_rms(stream - first);
       auto loss = torch::nn::functional::cross_entropy(
           logits.reshape({-1, logits.size(-1)}), batch.targets.reshape({-1}),
           torch::nn::functional::CrossEntropyFuncOptions().ignore_index(data::kIgnore));
@@ -112,7 +116,7 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
       }
       totals.add({std::to_string(depth), placement, fixed(loss.item<double>(), 4), sci(std::sqrt(total_sq)),
                   sci(norms.front()), sci(norms.back()), fixed(norms.back() / norms.front(), 3),
-                  fixed(stream_rms, 3)});
+                  fixed(stream_rms, 3), fixed(embed_rms, 3), fixed(blocks_rms, 3)});
     }
   }
   ProbeResult res;

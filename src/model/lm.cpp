@@ -90,6 +90,7 @@ torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache)
   auto x = p.embed_tokens(tokens);  // (B, T, C)
   if (cfg_.embed_scale == "sqrt_d") x = x * std::sqrt(static_cast<double>(cfg_.d_model));
   x = p.position->embed(x, start);
+  if (keep_stream) first_stream = x.detach();
   torch::Tensor branch;  // the last block's residual branch, added by the next norm
   for (size_t i = 0; i < p.layers.size(); ++i)
     std::tie(x, branch) = p.layers[i]->forward_residual(x, branch, start, cache ? &cache->layers[i] : nullptr);

@@ -65,9 +65,11 @@ class ModernLMImpl : public torch::nn::Module {
   int64_t n_layers() const;
 
   // Probe: with keep_stream set, forward keeps the residual stream after the last block
-  // (what the final norm of a pre-norm model, or the head of a post-norm one, reads), detached.
+  // (what the final norm of a pre-norm model, or the head of a post-norm one, reads) and the
+  // stream the first block reads (embedding and positions), both detached.
   bool keep_stream = false;
-  torch::Tensor last_stream;  // (B, T, C)
+  torch::Tensor last_stream;   // (B, T, C)
+  torch::Tensor first_stream;  // (B, T, C)
 
  private:
   ModelConfig cfg_;
