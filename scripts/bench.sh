@@ -42,6 +42,11 @@ for p in $peers; do
   [[ "$p" == eager || "$p" == llmc ]] || { echo "bench.sh: --peers: unknown peer '$p' (valid: eager, llmc)" >&2; exit 2; }
 done
 ! has_peer eager || [[ -f "$peer" ]] || { echo "bench.sh: peer script $peer not found (set PEER, or --peers llmc)" >&2; exit 2; }
+! has_peer eager || "$python" -c 'import torch' 2> /dev/null || {
+  echo "bench.sh: $python cannot import torch: the eager peer needs Debian's python3-torch" \
+    "(apt-get install python3-torch), or --peers llmc" >&2
+  exit 2
+}
 ! has_peer llmc || [[ -x "$llmc" ]] || { echo "bench.sh: llm.c runner $llmc not found (set LLMC, or --peers eager)" >&2; exit 2; }
 out="${out:-$(mktemp -d /tmp/lmx-bench.XXXXXX)}"
 mkdir -p "$out"
