@@ -17,17 +17,21 @@ source "$here/common.sh"  # ROOT, results_root
 SECONDS=0
 # Longest work first: 04 (the 3x-steps extrapolation is one ~10-minute process), 02, 01, 05, 03.
 sections=(04_position 02_norm 01_ffn 05_recipe 03_attention)
-quick=0 lecture_runs=0 sequential=0 jobs="$(nproc)" prev="" out="" args=()
-for a in "$@"; do
-  case "$a" in
-    --sequential) sequential=1; prev="$a"; continue ;;
-    --quick) quick=1 ;;
-    --lecture-runs) lecture_runs=1 ;;
+quick=0 lecture_runs=0 sequential=0 jobs="$(nproc)" out="" args=()
+while (($#)); do
+  case "$1" in
+    --sequential) sequential=1 ;;
+    --quick) quick=1; args+=("$1") ;;
+    --lecture-runs) lecture_runs=1; args+=("$1") ;;
+    --jobs | --out)
+      (($# >= 2)) || { echo "all.sh: $1 needs a value" >&2; exit 2; }
+      [[ "$1" == --jobs ]] && jobs="$2" || out="$2"
+      args+=("$1" "$2")
+      shift ;;
+    -h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "all.sh: unknown option '$1' (valid: --quick, --lecture-runs, --jobs N, --out DIR, --sequential)" >&2; exit 2 ;;
   esac
-  [[ "$prev" == --out ]] && out="$a"
-  [[ "$prev" == --jobs ]] && jobs="$a"
-  args+=("$a")
-  prev="$a"
+  shift
 done
 if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
   echo "all.sh: --jobs must be a positive integer, got '$jobs'" >&2

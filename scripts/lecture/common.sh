@@ -35,8 +35,10 @@ lecture_init() {
     case "$1" in
       --quick) QUICK=1 ;;
       --lecture-runs) LECTURE_RUNS=1 ;;
-      --jobs) JOBS="$2"; shift ;;
-      --out) out="$2"; shift ;;
+      --jobs | --out)
+        (($# >= 2)) || { echo "$(basename "$0"): $1 needs a value" >&2; exit 2; }
+        if [[ "$1" == --jobs ]]; then JOBS="$2"; else out="$2"; fi
+        shift ;;
       -h | --help)
         sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'
         exit 0 ;;

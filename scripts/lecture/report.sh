@@ -263,7 +263,7 @@ inconclusive (the rules are at the top of scripts/lecture/report.sh). A collapse
 |---|---|---|---|---|
 EOM
 IFS='|' read -r f1_text f1_verdict <<< "$(tie_claim "$F" test_ppl relu gelu silu swiglu)"
-echo "| F1 four FFNs tie within seed noise | max mean difference 0.027, seed differences up to 0.036 | test ppl per seed: relu $(seed_values "$F" relu test_ppl 3), gelu $(seed_values "$F" gelu test_ppl 3), silu $(seed_values "$F" silu test_ppl 3), swiglu $(seed_values "$F" swiglu test_ppl 3); A − B with 95% interval: $f1_text; seeds that never learned agreement (far acc < 0.9): $(plateau "$F") | every pair ties (interval inside ±1%; 5 seeds each) | $f1_verdict |"
+echo "| F1 four FFNs tie within seed noise | max mean difference 0.027, seed differences up to 0.036 | test ppl per seed: relu $(seed_values "$F" relu test_ppl 3), gelu $(seed_values "$F" gelu test_ppl 3), silu $(seed_values "$F" silu test_ppl 3), swiglu $(seed_values "$F" swiglu test_ppl 3); A − B with 95% interval: $f1_text; seeds that never learned agreement (far acc < 0.9): $(plateau "$F") | every pair ties (interval inside ±1%; $(nseeds "$F" relu) each) | $f1_verdict |"
 tl() { agg "$F" "$1" mean train_loss_last_epoch; }
 best_plain="$(printf '%s\n' "$(tl relu)" "$(tl gelu)" "$(tl silu)" | sort -g | head -1)"
 IFS='|' read -r f2_text f2_verdict <<< "$(win_claim "$F" train_loss_last_epoch 0 swiglu relu gelu silu)"
