@@ -166,6 +166,18 @@ TEST_CASE("gemm::linear in bf16: output and gradients against float64 products o
   }
 }
 
+TEST_CASE("LMX_BF16_GEMM: 0 says why, 1 is the default, anything else is an input error", "[model][gemm][bf16]") {
+  const std::string as_is = gemm::bf16_unavailable();  // this machine's answer without the variable
+  ::setenv("LMX_BF16_GEMM", "1", 1);
+  CHECK(gemm::bf16_unavailable() == as_is);
+  ::setenv("LMX_BF16_GEMM", "0", 1);
+  CHECK((as_is.empty() ? gemm::bf16_unavailable() == "LMX_BF16_GEMM=0" : gemm::bf16_unavailable() == as_is));
+  ::setenv("LMX_BF16_GEMM", "yes", 1);
+  CHECK_THROWS_WITH(gemm::bf16_unavailable(), Catch::Contains("LMX_BF16_GEMM=yes") && Catch::Contains("expected 0 or 1"));
+  ::unsetenv("LMX_BF16_GEMM");
+  CHECK(gemm::bf16_unavailable() == as_is);
+}
+
 TEST_CASE("gemm::Bf16Scope nests and restores", "[model][gemm][bf16]") {
   CHECK_FALSE(gemm::bf16_on());
   {

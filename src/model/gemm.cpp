@@ -237,6 +237,13 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
 }
 
 std::string bf16_unavailable() {
+  // LMX_BF16_GEMM: unset, empty or 1 (oneDNN's bf16 GEMMs where possible) or 0; anything else
+  // is an error, as for LMX_GEMM, whatever this build and CPU allow.
+  const char* env = std::getenv("LMX_BF16_GEMM");
+  const std::string bf16_env = env ? env : "";
+  if (!bf16_env.empty() && bf16_env != "0" && bf16_env != "1")
+    throw InputError("LMX_BF16_GEMM=" + bf16_env + ": expected 0 or 1",
+                     "unset it for the default (oneDNN's bf16 GEMMs where the CPU has them)");
 #if !LMX_WITH_ONEDNN
   return "lmx was built without oneDNN";
 #else
@@ -253,8 +260,7 @@ std::string bf16_unavailable() {
   if (!hardware.empty()) return hardware;
   if (!onednn_on()) return "LMX_GEMM=torch keeps LibTorch's GEMMs";
   if (!fused_attention_enabled()) return "the fused float32 kernels are off (LMX_FUSED_ATTENTION=0)";
-  const char* env = std::getenv("LMX_BF16_GEMM");
-  if (env && std::string(env) == "0") return "LMX_BF16_GEMM=0";
+  if (bf16_env == "0") return "LMX_BF16_GEMM=0";
   return "";
 #endif
 }
