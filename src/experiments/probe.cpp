@@ -17,7 +17,7 @@ const std::vector<ProbeEntry>& probes() {
       {"ffn-params",      "",                                probe_ffn_params,      "01.2 parameters of one FFN block (d=64, biases): plain 256, SwiGLU 256, SwiGLU 171"},
       {"sparsity",        "CKPT [--docs N]",                 probe_sparsity,        "01.4 per layer: FFN hidden activations exactly 0, dead neurons (first N val docs)"},
       {"norm-invariance", "",                                probe_norm_invariance, "02.1 LayerNorm/RMSNorm under x→3x and x→x+5, RMSNorm vs LayerNorm at zero mean, vs formulas"},
-      {"gradnorm",        "[--depths 6,12,24] [--config F]", probe_gradnorm,        "02.2 post- vs pre-norm at init: per-layer FFN down_proj gradient norms, total"},
+      {"gradnorm",        "[--depths 6,12,24] [--config F]", probe_gradnorm,        "02.2 post- vs pre-norm at init: per-layer FFN down_proj gradient norms, total, the residual stream RMS (embedding and blocks apart)"},
       {"kv-decode",       "[--len N] [--config F]",          probe_kv_decode,       "03.2 token-by-token decoding with the KV cache vs full recompute; cache with 4/2/1 KV heads"},
       {"mla",             "",                                probe_mla,             "03.3 MLA: naive vs absorbed scores, naive absorption with RoPE, decoupled RoPE, cache vs MHA"},
       {"kv-table",        "[--context N]",                   probe_kv_table,        "03.1 KV cache of the configs/models presets per token (BF16) and per context; Llama 2 70B MHA vs GQA"},
