@@ -50,15 +50,15 @@ wait_all
 csv_md "$R/uptrain.csv" > "$R/uptrain.md"
 # The mean / first rows of the five source models (column source = the source model's seed).
 if followups; then
-{
-  echo "source,$(head -1 "$R/uptrain.csv")"
-  for src in 0 1 2 3 4; do
-    f="$RUNS/uptrain-src$src/uptrain.csv"
-    ((src == 0)) && f="$R/uptrain.csv"
-    awk -F, -v s="$src" 'NR > 1 && ($2 == "source" || $2 == "mean" || $2 == "first") { print s "," $0 }' "$f"
-  done
-} > "$R/uptrain_sources.csv"
-csv_md "$R/uptrain_sources.csv" > "$R/uptrain_sources.md"
+  {
+    echo "source,$(head -1 "$R/uptrain.csv")"
+    for src in 0 1 2 3 4; do
+      f="$RUNS/uptrain-src$src/uptrain.csv"
+      ((src == 0)) && f="$R/uptrain.csv"
+      awk -F, -v s="$src" 'NR > 1 && ($2 == "source" || $2 == "mean" || $2 == "first") { print s "," $0 }' "$f"
+    done
+  } > "$R/uptrain_sources.csv"
+  csv_md "$R/uptrain_sources.csv" > "$R/uptrain_sources.md"
 fi
 
 lecture_done

@@ -90,10 +90,8 @@ QUICK=$quick LECTURE_RUNS=$lecture_runs
   echo "blas: $("${LMX_BIN:-$ROOT/build/lmx}" --version | sed -n 's/^BLAS kernels //p')"
 } > "$out_root/wall_time.txt"
 if ((!quick)); then
-  if ((lecture_runs)); then
-    "$here/report.sh" --results "$out_root" --out "$out_root/RESULTS.md"
-  else
-    "$here/report.sh" --results "$out_root"
-  fi
+  report=(--results "$out_root")
+  ((lecture_runs)) && report+=(--out "$out_root/RESULTS.md")  # not docs/: the full run's
+  "$here/report.sh" "${report[@]}"
 fi
 echo "== all sections done in ${SECONDS}s" >&2

@@ -104,6 +104,14 @@ std::string key_name(const YAML::Node& key, const std::string& file) {
   return key.Scalar();
 }
 
+// A file-naming key's value just set (data.grammar, data.text_path), resolved against base_dir
+// (resolve_key_value: a bare grammar name stays a built-in); other keys are left alone.
+void resolve_file_key(Config& cfg, const std::string& key, const std::string& base_dir) {
+  if (!is_path_key(key)) return;
+  std::string& p = key == "data.grammar" ? cfg.data.grammar : cfg.data.text_path;
+  p = resolve_key_value(key, p, base_dir);
+}
+
 void apply_tree_body(Config& cfg, const YAML::Node& root, const std::string& file,
                      std::vector<std::string>& chain, bool allow_extends);
 
@@ -157,10 +165,7 @@ void apply_tree_body(Config& cfg, const YAML::Node& root, const std::string& fil
                                      did_you_mean(key, section_keys(name))),
                          "`lmx config fields` lists every key with its meaning");
       field->set(cfg, kv.second, where(file, kv.second.Mark()));
-      if (allow_extends && is_path_key(field->key)) {  // a file's key: relative to that file
-        std::string& p = field->key == "data.grammar" ? cfg.data.grammar : cfg.data.text_path;
-        p = resolve_key_value(field->key, p, fs::path(file).parent_path().string());
-      }
+      if (allow_extends) resolve_file_key(cfg, field->key, fs::path(file).parent_path().string());  // relative to that file
     }
   }
 }
@@ -210,10 +215,7 @@ void apply_override(Config& cfg, const std::string& assignment) {
     throw InputError(fmt::format("{}: value is not a YAML scalar: {}", at, e.msg));
   }
   field->set(cfg, node, at);
-  if (is_path_key(key)) {  // --set: relative to the working directory
-    std::string& p = key == "data.grammar" ? cfg.data.grammar : cfg.data.text_path;
-    p = resolve_key_value(key, p, "");
-  }
+  resolve_file_key(cfg, key, "");  // --set: relative to the working directory
 }
 
 Config parse_config(const std::string& yaml_text, const std::string& source_name,
