@@ -3,9 +3,11 @@
 # scripts in --quick mode as a smoke test (every section end to end, tiny steps, 1 seed;
 # outputs under runs/lecture-quick/) and the interop check (llama.cpp and HF tokenizers read our
 # exports), and last the suite again under AddressSanitizer + UBSan + LSan (scripts/sanitize.sh
-# asan: its own build in build-asan/, exit 1 on any report; the interrupt stress tests there at
-# a tenth of their runs, LMX_STRESS_SCALE=0.1: the plain suite runs them in full). CI runs all
-# of it. See docs/RELIABILITY.md.
+# asan: its own build in build-asan/, exit 1 on any report). CI runs all of it, in under 45
+# minutes: so the interrupt stress tests run at half their runs in the plain suite
+# (LMX_STRESS_SCALE=0.5) and a tenth under ASan, the mutation fuzz test at a tenth of its inputs
+# under ASan (LMX_FUZZ_SCALE=0.1); set either variable to run that many in both (1 = in full;
+# --stress runs them in full). See docs/RELIABILITY.md.
 #   scripts/test.sh [ctest arguments]
 #   scripts/test.sh --stress [ROUNDS]   the suite ROUNDS times (default 5) under ctest -j4 with two
 #                                       CPU-bound processes beside it; stops at the first failure
@@ -28,7 +30,7 @@ if [[ "${1:-}" == "--stress" ]]; then
   exit 0
 fi
 
-ctest --output-on-failure -j"$jobs" "$@"
+LMX_STRESS_SCALE="${LMX_STRESS_SCALE:-0.5}" ctest --output-on-failure -j"$jobs" "$@"
 if [[ "${LMX_SKIP_LECTURE:-0}" != 1 ]]; then
   "$root/scripts/lecture/all.sh" --quick
   "$root/scripts/lecture/report.sh" --results "$root/runs/lecture-quick/results" --out "$root/runs/lecture-quick/RESULTS.md"
@@ -37,5 +39,5 @@ if [[ "${LMX_SKIP_INTEROP:-0}" != 1 && -x "$root/scripts/interop/check.sh" ]]; t
   "$root/scripts/interop/check.sh" "$root/build/lmx"
 fi
 if [[ "${LMX_SANITIZE:-1}" != 0 ]]; then
-  LMX_STRESS_SCALE="${LMX_STRESS_SCALE:-0.1}" "$root/scripts/sanitize.sh" asan
+  LMX_STRESS_SCALE="${LMX_STRESS_SCALE:-0.1}" LMX_FUZZ_SCALE="${LMX_FUZZ_SCALE:-0.1}" "$root/scripts/sanitize.sh" asan
 fi
