@@ -6,13 +6,16 @@
 #include "catch.h"
 #include "experiments/probe.h"
 
+#include <chrono>
 #include <cmath>
 
 #include "model/attention.h"
 #include "model/fused_attention.h"
 #include "model/lm.h"
+#include "model/loss.h"
 #include "model/norm.h"
 #include "model/position/rope.h"
+#include "util/op_timer.h"
 
 using namespace lmx;
 using lmx::experiments::max_abs;
@@ -123,6 +126,52 @@ TEST_CASE("fused attention: whole-model logits and parameter gradients equal the
         const double scale = std::max(1.0, g_plain[i].abs().max().item<double>());
         CHECK(max_abs(g_fused[i], g_plain[i]) / scale < 1e-5);
       }
+    }
+  }
+}
+
+TEST_CASE("op_timer: each fused op's forward and backward time lands in its own kind, inside the step",
+          "[model][fused][op_timer]") {
+  using op_timer::Kind;
+  const Kind all[] = {Kind::Linear, Kind::Attention, Kind::Swiglu, Kind::Norm, Kind::Loss};
+  for (const bool llama : {true, false}) {
+    DYNAMIC_SECTION((llama ? "rope, GQA, RMSNorm, SwiGLU" : "sinusoidal, MHA, LayerNorm, ReLU")) {
+      ModelConfig c = model_config(llama ? "rope" : "sinusoidal", llama ? 2 : 4, !llama);
+      c.norm = llama ? "rmsnorm" : "layernorm";
+      c.ffn = llama ? "swiglu" : "relu";
+      torch::manual_seed(3);
+      ModernLM model(c);
+      auto tokens = torch::randint(c.vocab_size, {4, 33}, torch::kInt64);
+      // One forward + backward with the timer on; returns its wall time in ms.
+      auto step = [&](bool timed) {
+        op_timer::reset();
+        op_timer::set_enabled(timed);
+        const auto t0 = std::chrono::steady_clock::now();
+        model->zero_grad();
+        auto logits = model->forward(tokens.slice(1, 0, 32));
+        lm_cross_entropy(logits.reshape({-1, c.vocab_size}), tokens.slice(1, 1, 33).reshape({-1}), -100, false)
+            .backward();
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        op_timer::set_enabled(false);
+        return ms;
+      };
+      {
+        FusedSwitch sw(true);
+        const double ms = step(true);
+        double sum = 0;
+        for (Kind k : all) sum += op_timer::total_ms(k);
+        CHECK(op_timer::total_ms(Kind::Linear) > 0);
+        CHECK(op_timer::total_ms(Kind::Attention) > 0);
+        CHECK(op_timer::total_ms(Kind::Norm) > 0);
+        CHECK(op_timer::total_ms(Kind::Loss) > 0);
+        CHECK((op_timer::total_ms(Kind::Swiglu) > 0) == llama);  // ReLU is LibTorch's op, not timed
+        CHECK(sum <= ms);  // the kinds do not nest: their sum is part of the step
+        step(false);  // off: nothing counted
+        for (Kind k : all) CHECK(op_timer::total_ms(k) == 0);
+      }
+      FusedSwitch off(false);  // the plain path: none of lmx's Functions runs
+      step(true);
+      for (Kind k : all) CHECK(op_timer::total_ms(k) == 0);
     }
   }
 }

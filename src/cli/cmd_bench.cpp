@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <utility>
 
 #include "cli/app.h"
 #include "config/config.h"
@@ -21,6 +22,7 @@
 #include "util/error.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/op_timer.h"
 #include "util/runtime.h"
 
 namespace lmx::cli {
@@ -154,18 +156,35 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
                      const BenchOptions& a) {
   const int64_t T = data.size(2) - 1;
   double t_fwd = 0, t_bwd = 0, t_clip = 0, t_opt = 0;
+  op_timer::reset();
+  op_timer::set_enabled(true);
   for (int step = 0; step < a.steps; ++step) {
     auto rows = data[step % data.size(0)];
     const auto r = train_step(model, optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
                               cfg.train.grad_clip, false, cfg.train.precision);
     t_fwd += r.phase_ms[0], t_bwd += r.phase_ms[1], t_clip += r.phase_ms[2], t_opt += r.phase_ms[3];
   }
+  op_timer::set_enabled(false);
   const double n = std::max(1, a.steps);
   Table t{{"phase", "ms"}, {}};
   t.add({"forward + loss", fmt::format("{:.3f}", t_fwd / n)});
   t.add({"backward", fmt::format("{:.3f}", t_bwd / n)});
   t.add({"clip", fmt::format("{:.3f}", t_clip / n)});
   t.add({"AdamW step", fmt::format("{:.3f}", t_opt / n)});
+  // Forward + backward split by who spends it (util/op_timer.h): lmx's own ops, forward and
+  // backward together, then the rest of the two phases.
+  const std::pair<op_timer::Kind, const char*> kinds[] = {
+      {op_timer::Kind::Linear, "fwd+bwd in linear layers (GEMMs)"},
+      {op_timer::Kind::Attention, "fwd+bwd in fused attention"},
+      {op_timer::Kind::Swiglu, "fwd+bwd in fused SwiGLU"},
+      {op_timer::Kind::Norm, "fwd+bwd in norms (+ residual adds)"},
+      {op_timer::Kind::Loss, "fwd+bwd in fused cross-entropy"}};
+  double ours = 0;
+  for (const auto& [kind, label] : kinds) {
+    ours += op_timer::total_ms(kind);
+    t.add({label, fmt::format("{:.3f}", op_timer::total_ms(kind) / n)});
+  }
+  t.add({"fwd+bwd elsewhere (LibTorch ops, autograd, allocation)", fmt::format("{:.3f}", (t_fwd + t_bwd - ours) / n)});
   const double gemm = linear_gemm_ms(model, data.size(1) * T, a.steps, cfg.train.precision);
   t.add({"(all linear layers' GEMMs alone)", fmt::format("{:.3f}", gemm)});
   t.add({"(everything else)", fmt::format("{:.3f}", (t_fwd + t_bwd + t_clip + t_opt) / n - gemm)});

@@ -12,6 +12,7 @@
 #include "model/fused_attention.h"
 #include "model/linear.h"
 #include "util/error.h"
+#include "util/op_timer.h"
 
 namespace lmx {
 
@@ -74,6 +75,7 @@ namespace {
 class SwigluFn : public torch::autograd::Function<SwigluFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gu_in) {
+    op_timer::Scope timed(op_timer::Kind::Swiglu);
     auto gu = gu_in.contiguous();
     const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
     auto out = torch::empty({rows, F}, gu.options());
@@ -83,6 +85,7 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    op_timer::Scope timed(op_timer::Kind::Swiglu);
     auto gu = ctx->get_saved_variables()[0];
     auto dy = grads[0].contiguous();
     auto dgu = torch::empty_like(gu);

@@ -10,6 +10,7 @@
 
 #include "model/attention_kernels.h"
 #include "model/precision.h"
+#include "util/op_timer.h"
 
 namespace lmx {
 
@@ -82,6 +83,7 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv_in, int64_t H,
                                int64_t Hk, double scale, const torch::Tensor& cos_in, const torch::Tensor& sin_in,
                                bool interleaved) {
+    op_timer::Scope timed(op_timer::Kind::Attention);
     auto qkv = qkv_in.contiguous();
     auto cos = cos_in.contiguous(), sin = sin_in.contiguous();  // (T, D/2), or empty: no RoPE
     const int64_t B = qkv.size(0), T = qkv.size(1), D = qkv.size(3);
@@ -99,6 +101,7 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    op_timer::Scope timed(op_timer::Kind::Attention);
     auto saved = ctx->get_saved_variables();
     const auto &qkv = saved[0], &o = saved[1], &lse = saved[2], &cos = saved[3], &sin = saved[4];
     const int64_t H = ctx->saved_data["H"].toInt(), Hk = ctx->saved_data["Hk"].toInt();

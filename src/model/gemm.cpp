@@ -12,6 +12,7 @@
 
 #include "model/fused_attention.h"
 #include "util/error.h"
+#include "util/op_timer.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -176,6 +177,7 @@ class LinearFn : public torch::autograd::Function<LinearFn> {
   // precision of its forward).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& w, const torch::Tensor& bias) {
+    op_timer::Scope timed(op_timer::Kind::Linear);
     const Operands o = operands(x, w, t_bf16);
     ctx->save_for_backward({o.x, o.w});
     ctx->saved_data["bias"] = bias.numel() > 0;
@@ -184,6 +186,7 @@ class LinearFn : public torch::autograd::Function<LinearFn> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    op_timer::Scope timed(op_timer::Kind::Linear);
     auto saved = ctx->get_saved_variables();
     torch::Tensor dx, dw, db;
     backward_gemms({saved[0], saved[1]}, grads[0], ctx->needs_input_grad(0), ctx->needs_input_grad(1), dx, dw);

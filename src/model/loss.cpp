@@ -12,6 +12,7 @@
 #include "model/attention_kernels.h"
 #include "model/fused_attention.h"
 #include "util/error.h"
+#include "util/op_timer.h"
 
 namespace lmx {
 
@@ -21,6 +22,7 @@ class CrossEntropyFn : public torch::autograd::Function<CrossEntropyFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits_in,
                                const torch::Tensor& targets_in, int64_t ignore, bool sum) {
+    op_timer::Scope timed(op_timer::Kind::Loss);
     auto logits = logits_in.contiguous();
     auto targets = targets_in.contiguous();
     const int64_t N = logits.size(0), V = logits.size(1);
@@ -50,6 +52,7 @@ class CrossEntropyFn : public torch::autograd::Function<CrossEntropyFn> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    op_timer::Scope timed(op_timer::Kind::Loss);
     auto dlogits = ctx->get_saved_variables()[0];
     return {dlogits * grads[0], torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

@@ -10,6 +10,7 @@
 
 #include "model/attention_kernels.h"
 #include "model/fused_attention.h"
+#include "util/op_timer.h"
 
 namespace lmx {
 
@@ -25,6 +26,7 @@ class NormFn : public torch::autograd::Function<NormFn> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in,
                                                 const torch::Tensor& a_in, const torch::Tensor& w_in,
                                                 const torch::Tensor& b_in, double eps) {
+    op_timer::Scope timed(op_timer::Kind::Norm);
     const bool residual = a_in.numel() > 0, layer = b_in.numel() > 0;
     auto x = x_in.contiguous(), w = w_in.contiguous(), a = a_in.contiguous(), b = b_in.contiguous();
     const int64_t C = x.size(-1), N = x.numel() / C;
@@ -54,6 +56,7 @@ class NormFn : public torch::autograd::Function<NormFn> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    op_timer::Scope timed(op_timer::Kind::Norm);
     auto saved = ctx->get_saved_variables();
     const auto &h = saved[0], &w = saved[1], &mean = saved[2], &rstd = saved[3];
     const bool residual = ctx->saved_data["residual"].toBool(), layer = ctx->saved_data["layer"].toBool();
