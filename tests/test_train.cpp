@@ -99,6 +99,79 @@ TEST_CASE("gradient clipping bounds the global norm and reports the unclipped on
   CHECK(after == Approx(clip).epsilon(1e-4));
 }
 
+TEST_CASE("micro_batches: rows sorted by length, each group trimmed to its longest row, every row once",
+          "[train][micro]") {
+  // 7 rows of lengths 5 3 7 1 3 6 2 (targets counted up to the last one that is not ignored).
+  const std::vector<int64_t> lens = {5, 3, 7, 1, 3, 6, 2};
+  const int64_t B = lens.size(), T = 8;
+  auto inputs = torch::zeros({B, T}, torch::kInt64), targets = torch::full({B, T}, data::kIgnore, torch::kInt64);
+  for (int64_t r = 0; r < B; ++r)
+    for (int64_t t = 0; t < T; ++t) {
+      inputs[r][t] = 100 * r + t;
+      if (t < lens[r]) targets[r][t] = 1000 * r + t;
+    }
+  auto micro = micro_batches(inputs, targets, 3);
+  // Sorted (stable): 1(r3) 2(r6) 3(r1) | 3(r4) 5(r0) 6(r5) | 7(r2).
+  const std::vector<std::vector<int64_t>> rows = {{3, 6, 1}, {4, 0, 5}, {2}};
+  const std::vector<int64_t> widths = {3, 6, 7};
+  REQUIRE(micro.size() == 3);
+  for (size_t k = 0; k < micro.size(); ++k) {
+    CHECK(micro[k].inputs.size(1) == widths[k]);
+    CHECK(micro[k].targets.sizes() == micro[k].inputs.sizes());
+    for (size_t i = 0; i < rows[k].size(); ++i) {
+      CHECK(torch::equal(micro[k].inputs[i], inputs[rows[k][i]].narrow(0, 0, widths[k])));
+      CHECK(torch::equal(micro[k].targets[i], targets[rows[k][i]].narrow(0, 0, widths[k])));
+    }
+  }
+  // The whole batch: size 0, size >= B, and rows all of one length (packed layout).
+  for (int64_t size : {int64_t{0}, B, B + 5}) {
+    auto whole = micro_batches(inputs, targets, size);
+    REQUIRE(whole.size() == 1);
+    CHECK(torch::equal(whole[0].inputs, inputs));
+  }
+  auto full = torch::ones({B, T}, torch::kInt64);
+  CHECK(micro_batches(full, full, 2).size() == 1);
+}
+
+TEST_CASE("a micro-batched step is the whole batch's step: loss, gradient norm and gradients up to rounding",
+          "[train][micro]") {
+  Config cfg = resolve_for_corpus(small_config(), small_corpus());
+  auto rows = data::make_rows(small_corpus().train, data::Layout::Doc, 512, small_corpus().vocab.eos);
+  data::Batcher batcher(rows, 16, 0, small_corpus().vocab.pad);
+  auto batch = batcher.batch(0);
+  // One step from the same initial weights, whole and in micro-batches of 4 (and of 5: a
+  // smaller last group). The weights after AdamW are not compared: its first update is
+  // lr·g/(|g| + ε), so a gradient entry near 0 moves by up to lr on a rounding difference.
+  auto step = [&](int64_t size, std::vector<torch::Tensor>* grads) {
+    torch::manual_seed(5);
+    ModernLM model(cfg.model);
+    auto opt = make_optimizer(model, cfg.train);
+    const auto r = train_step(model, *opt, micro_batches(batch.inputs, batch.targets, size), 1e-3, 0.0);
+    // AdamW has stepped (grad_clip 0: no scaling): p.grad() is the accumulated gradient it used.
+    for (auto& p : model->parameters()) grads->push_back(p.grad().clone());
+    return r;
+  };
+  std::vector<torch::Tensor> g_whole;
+  const StepResult r_whole = step(0, &g_whole);
+  CHECK(r_whole.stepped);
+  REQUIRE(micro_batches(batch.inputs, batch.targets, 4).size() == 4);
+  for (int64_t size : {4, 5}) {
+    DYNAMIC_SECTION("micro-batches of " << size) {
+      std::vector<torch::Tensor> g_micro;
+      const StepResult r_micro = step(size, &g_micro);
+      CHECK(r_micro.stepped);
+      CHECK(r_micro.tokens == r_whole.tokens);
+      CHECK(r_micro.tokens == batch.tokens);
+      CHECK(r_micro.loss == Approx(r_whole.loss).epsilon(1e-6));
+      CHECK(r_micro.grad_norm == Approx(r_whole.grad_norm).epsilon(1e-5));
+      for (size_t i = 0; i < g_whole.size(); ++i) {
+        const double scale = std::max(1e-3, g_whole[i].abs().max().item<double>());
+        CHECK((g_micro[i] - g_whole[i]).abs().max().item<double>() / scale < 1e-5);
+      }
+    }
+  }
+}
+
 TEST_CASE("same seed and threads give bitwise-identical metrics — eval of the checkpoint matches", "[train]") {
   TempDir dir;
   Config cfg = small_config();

@@ -184,6 +184,7 @@ std::vector<Field> make_fields() {
       int_field<T>("train.epochs", &T::epochs, 0, 1e6, "passes over the training split (when steps is 0)"),
       int_field<T>("train.steps", &T::steps, 0, kMaxInt, "optimizer steps; 0 = epochs × steps per epoch"),
       int_field<T>("train.batch_size", &T::batch_size, 1, 1 << 20, "sequences per optimizer step (global)"),
+      int_field<T>("train.micro_batch_size", &T::micro_batch_size, 0, 1 << 20, "rows per forward/backward pass: a step's rows sorted by length and cut into groups this size, each padded only to its own longest row, gradients accumulated (doc layout: ~1.6x faster on the garden); 0, or rows all of one length (packed): the whole batch at once. The same step up to float rounding"),
       float_field<T>("train.lr", &T::lr, 0, 10, "peak learning rate"),
       float_field<T>("train.min_lr", &T::min_lr, 0, 10, "learning rate at the end of a cosine / linear decay"),
       string_field<T>("train.schedule", &T::schedule, "learning-rate schedule after warm-up", fixed({"constant", "cosine", "linear"})),

@@ -229,9 +229,11 @@ StepResult take_run_step(Training& tr, int64_t step, double lr) {
     if (!hooked) throw InputError(fmt::format("no parameter named {}", tr.opt.inject_nan_grad_param));
     hook = hooked->register_hook([](torch::Tensor g) { return g * std::nan(""); });
   }
-  const StepResult sr = train_step(tr.model, *tr.optimizer, batch.inputs.to(tr.device), batch.targets.to(tr.device), lr,
-                                   tr.cfg.train.grad_clip, /*poison_loss=*/step == tr.opt.inject_nan_at_step,
-                                   tr.cfg.train.precision, batch.global_tokens);
+  std::vector<MicroBatch> micro = micro_batches(batch.inputs, batch.targets, tr.cfg.train.micro_batch_size);
+  for (auto& m : micro) m.inputs = m.inputs.to(tr.device), m.targets = m.targets.to(tr.device);
+  const StepResult sr = train_step(tr.model, *tr.optimizer, micro, lr, tr.cfg.train.grad_clip,
+                                   /*poison_loss=*/step == tr.opt.inject_nan_at_step, tr.cfg.train.precision,
+                                   batch.global_tokens);
   if (hooked) hooked->remove_hook(hook);
   return sr;
 }

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -84,34 +85,76 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss,
                       const std::string& precision, int64_t global_tokens) {
+  return train_step(model, optimizer, std::vector<MicroBatch>{{inputs, targets}}, lr, grad_clip, poison_loss, precision,
+                    global_tokens);
+}
+
+std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t size) {
+  const int64_t B = inputs.size(0), T = inputs.size(1);
+  if (size <= 0 || size >= B) return {{inputs, targets}};
+  // A row's length: up to its last target that counts (doc layout pads at the end).
+  auto counts = targets.ne(data::kIgnore).to(torch::kInt64);
+  auto last = (counts * torch::arange(1, T + 1, counts.options())).amax(1).to(torch::kCPU).contiguous();
+  const int64_t* len = last.data_ptr<int64_t>();
+  std::vector<int64_t> order(B);
+  for (int64_t i = 0; i < B; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len[a] < len[b]; });
+  if (len[order.front()] == len[order.back()]) return {{inputs, targets}};  // nothing to save (packed rows)
+  std::vector<MicroBatch> out;
+  for (int64_t b0 = 0; b0 < B; b0 += size) {
+    const int64_t n = std::min(size, B - b0);
+    const int64_t t = std::max<int64_t>(1, len[order[b0 + n - 1]]);  // the group's longest row
+    auto idx = torch::tensor(std::vector<int64_t>(order.begin() + b0, order.begin() + b0 + n), torch::kInt64)
+                   .to(inputs.device());
+    out.push_back({inputs.index_select(0, idx).narrow(1, 0, t).contiguous(),
+                   targets.index_select(0, idx).narrow(1, 0, t).contiguous()});
+  }
+  return out;
+}
+
+StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
+                      double grad_clip, bool poison_loss, const std::string& precision, int64_t global_tokens) {
+  if (micro.empty()) throw std::logic_error("train_step: no micro-batch");
   set_lr(optimizer, lr);
-  const auto t0 = Clock::now();
-  // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
-  // dtype its forward used.
-  std::optional<AutocastGuard> autocast(std::in_place, precision, inputs.device().type());
-  auto logits = model->forward(inputs);  // (B, T, V)
   dist::Group* group = dist::current();
   StepResult r;
-  // Data-parallel: this rank's token losses summed over the global batch's token count, so
-  // that the sum of the ranks' gradients is one process's gradient of the global batch.
-  torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape(-1), data::kIgnore,
-                                        /*sum=*/group != nullptr);
   if (group) {
     if (global_tokens < 0) throw std::logic_error("train_step: data-parallel without the global token count");
     r.tokens = global_tokens;
-    loss = loss / std::max<double>(1.0, static_cast<double>(r.tokens));
+  } else if (global_tokens >= 0) {
+    r.tokens = global_tokens;
   } else {
-    r.tokens = global_tokens >= 0 ? global_tokens : (targets != data::kIgnore).sum().item<int64_t>();
+    for (const auto& m : micro) r.tokens += (m.targets != data::kIgnore).sum().item<int64_t>();
   }
-  if (poison_loss) loss = loss * std::nan("");
-  autocast.reset();
-  const auto t1 = Clock::now();
+  // One micro-batch (the whole batch): the mean over its targets, as lm_cross_entropy's
+  // kernel scales it. Several, or data-parallel: each one's token losses summed over the
+  // (global) batch's token count, so that the accumulated gradient is the whole batch's.
+  const bool summed = group != nullptr || micro.size() > 1;
   const auto params = model->parameters();
-  clear_gradients(params);
-  loss.backward();
+  torch::Tensor total_loss;
+  double t_fwd = 0, t_bwd = 0;
+  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
+  for (size_t k = 0; k < micro.size(); ++k) {
+    const auto t0 = Clock::now();
+    // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
+    // dtype its forward used.
+    std::optional<AutocastGuard> autocast(std::in_place, precision, micro[k].inputs.device().type());
+    auto logits = model->forward(micro[k].inputs);  // (B, T, V)
+    torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), micro[k].targets.reshape(-1),
+                                          data::kIgnore, summed);
+    if (summed) loss = loss / std::max<double>(1.0, static_cast<double>(r.tokens));
+    if (poison_loss) loss = loss * std::nan("");
+    autocast.reset();
+    const auto t1 = Clock::now();
+    if (k == 0) clear_gradients(params);
+    loss.backward();
+    total_loss = k == 0 ? loss.detach() : total_loss + loss.detach();
+    t_fwd += ms(t0, t1), t_bwd += ms(t1, Clock::now());
+  }
+  const auto t1b = Clock::now();
   if (group) {
     dist::fault_point();
-    const auto loss1 = loss.detach().reshape({1}).to(torch::kFloat).clone();
+    const auto loss1 = total_loss.reshape({1}).to(torch::kFloat).clone();
     std::vector<torch::Tensor> reduce{loss1, torch::full({1}, signals::interrupted() ? 1.0f : 0.0f, loss1.options())};
     for (auto& p : params) {
       // Every rank all-reduces the same list: a parameter this rank's batch did not reach
@@ -123,7 +166,7 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
     r.loss = reduce[0].item<double>();
     r.interrupted = reduce[1].item<float>() > 0;
   } else {
-    r.loss = loss.item<double>();
+    r.loss = total_loss.item<double>();
   }
   const auto t2 = Clock::now();
   r.grad_norm = clip_gradients(model, grad_clip);
@@ -133,8 +176,7 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
     r.stepped = true;
   }
   const auto t4 = Clock::now();
-  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
-  r.phase_ms = {ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, t4)};
+  r.phase_ms = {t_fwd, t_bwd + ms(t1b, t2), ms(t2, t3), ms(t3, t4)};
   return r;
 }
 

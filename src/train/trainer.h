@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/optim/adamw.h>
 
@@ -97,6 +98,22 @@ struct StepResult {
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss = false,
                       const std::string& precision = "fp32", int64_t global_tokens = -1);
+// The batch's rows in micro-batches (train.micro_batch_size): rows sorted by length (up to the
+// last target that counts; stable) and cut into groups of `size` rows, each trimmed to its
+// longest row, so that a doc-layout group pads to nearly its own length instead of the
+// batch's longest. size 0 or >= the batch, or rows all of one length (packed layout): the
+// batch as it is, one micro-batch.
+struct MicroBatch {
+  torch::Tensor inputs, targets;
+};
+std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t size);
+// The same step over micro-batches: forward and backward of each in turn, the gradients
+// accumulated, then one clip and one AdamW step. With several, each one's token losses are
+// summed over the whole batch's token count: the loss and gradient of the whole batch, up to
+// float rounding (the gradients are summed in parts). One micro-batch: exactly the step above.
+StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
+                      double grad_clip, bool poison_loss = false, const std::string& precision = "fp32",
+                      int64_t global_tokens = -1);
 
 // After a step that took no update (StepResult::stepped false): ", first non-finite gradient in
 // NAME (parameter group GROUP)" for the first parameter whose gradient is not finite; "" if none is.
