@@ -195,10 +195,29 @@ TEST_CASE("interrupts at random moments under load: lmx ablate resumes bitwise",
   stress("ablate", test::split_args("-q ablate " + common), "ablate " + common + " --resume", stress_runs(12));
 }
 
+// lmx's own signal thread in process pid (signals.cpp: it waits in sigwait), found by waiting
+// up to 60 s for a thread of pid to sleep in the kernel's sigtimedwait; "" if none did.
+std::string signal_thread(pid_t pid) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+    for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+      std::string wchan;
+      std::getline(std::ifstream(task.path() / "wchan"), wchan);
+      if (wchan.rfind("do_sigtimedwait", 0) == 0) return task.path().filename().string();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return "";
+}
+
 // Threads of process pid that do not block SIGINT and SIGTERM; fails if the main thread is one.
-int unblocked_threads(pid_t pid) {
+// The signal thread (tid `waiter`) is not counted: it blocks them too, but while it sleeps in
+// sigwait the kernel shows the waited signals unblocked (it takes them synchronously, never in
+// a handler), so counting it depended on whether it had reached sigwait yet: a race under load.
+int unblocked_threads(pid_t pid, const std::string& waiter) {
   int unblocked = 0;
   for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    if (task.path().filename() == waiter) continue;
     std::ifstream st(task.path() / "status");
     std::string line;
     while (std::getline(st, line))
@@ -222,7 +241,9 @@ TEST_CASE("every thread lmx starts blocks SIGINT and SIGTERM (no handler on a co
                                        dir.file("early")},
                                       dir.file("early.log"));
   REQUIRE(test::wait_for_signal_setup(early));
-  const int before_main = unblocked_threads(early);
+  const std::string early_waiter = signal_thread(early);
+  REQUIRE(!early_waiter.empty());
+  const int before_main = unblocked_threads(early, early_waiter);
   kill(early, SIGTERM);
   CHECK(test::wait_exit(early) == 130);
   // In training, LibTorch's and oneDNN's OpenMP workers and Gloo's threads exist: none more is unblocked.
@@ -230,7 +251,9 @@ TEST_CASE("every thread lmx starts blocks SIGINT and SIGTERM (no handler on a co
   args.insert(args.end(), {"--out", dir.file("out")});
   const pid_t pid = test::spawn_lmx(args, dir.file("log"));
   REQUIRE(test::wait_for_lines(dir.file("out") + "/seed0/metrics.csv", 3, pid, 600));
-  CHECK(unblocked_threads(pid) == before_main);
+  const std::string waiter = signal_thread(pid);
+  REQUIRE(!waiter.empty());
+  CHECK(unblocked_threads(pid, waiter) == before_main);
   kill(pid, SIGINT);  // handed on to the signal thread even if an unblocked thread takes it
   CHECK(test::wait_exit(pid) == 130);
   CHECK(test::read_file(dir.file("log")).find("interrupt: finishing the current step") != std::string::npos);
