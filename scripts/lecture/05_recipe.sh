@@ -2,7 +2,7 @@
 # Lecture section 05, the modern recipe (LECTURE.md 05.1-05.3).
 #   scripts/lecture/05_recipe.sh [--quick] [--lecture-runs] [--jobs N] [--out DIR]
 # Tables: ablation (original -> Llama-style one change at a time, seed 0: parameters,
-# test perplexity, far-pronoun accuracy), recipes (both end points, 3 seeds), stability
+# test perplexity, far-pronoun accuracy), recipes (both end points, 5 seeds; --lecture-runs 3), stability
 # (6 layers, lr 5e-3, no warm-up, no clipping: train loss at start and end, best val ppl;
 # figure stability_curves.png), kv_per_token (both recipes). --lecture-runs: stability 1 seed, no
 # stability_lr1e-2 (the lecture's runs).
@@ -15,7 +15,7 @@ ablate=(-q ablate --one-at-a-time --seeds 0 --jobs "$JOBS" --out "$RUNS/ablation
 cp "$RUNS/ablation/ablation.csv" "$R/ablation.csv"
 cp "$RUNS/ablation/ablation.md" "$R/ablation.md"
 
-sweep 05_recipes.yaml recipes recipes
+sweep 05_recipes.yaml recipes recipes $(lecture_seeds 0,1,2)
 # KV cache per token for both recipes (one row each, from the first seed's row; bytes: all layers, BF16).
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
                    print "recipe,params,kv_numbers_per_token_per_layer,kv_bytes_per_token_bf16"; next }
