@@ -12,8 +12,8 @@
 
 namespace lmx::op_timer {
 
-enum class Kind { Linear, Attention, Swiglu, Norm, Loss };
-inline constexpr int kKinds = 5;
+enum class Kind { Linear, Attention, Swiglu, Norm, Loss };  // Loss last: kKinds counts from it
+inline constexpr int kKinds = static_cast<int>(Kind::Loss) + 1;
 
 namespace detail {
 inline std::atomic<bool> g_on{false};
