@@ -58,6 +58,7 @@ struct TrainConfig {
   int steps = 0;               // optimizer steps; 0 = derived from epochs
   int batch_size = 32;         // sequences per step (global, across ranks)
   int micro_batch_size = 8;    // rows per forward/backward pass, grouped by length; 0 = the whole batch
+  bool padding_free = true;    // a step's rows end to end without padding where the model can (fused MHA)
   double lr = 3e-3;            // peak learning rate
   double min_lr = 3e-4;        // floor of the cosine / linear decay
   std::string schedule = "cosine";  // constant | cosine | linear

@@ -2,6 +2,7 @@
 #include "model/attention.h"
 
 #include <limits>
+#include <stdexcept>
 
 namespace lmx {
 
@@ -13,6 +14,10 @@ void Attention::attach_position(std::shared_ptr<Position> position) {
     register_module(position_->module_name(), position_);
     position_->attached = true;
   }
+}
+
+torch::Tensor Attention::forward_packed(const torch::Tensor&, const std::vector<int64_t>&) {
+  throw std::logic_error("this attention variant takes no padding-free batch (check takes_packed first)");
 }
 
 torch::Tensor causal_softmax(const torch::Tensor& scores, int64_t q_start) {

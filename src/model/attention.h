@@ -25,6 +25,11 @@ class RMSNormImpl;
 class Attention : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x, int64_t start, std::vector<torch::Tensor>* cache) = 0;
+  // A padding-free batch (train.padding_free): x (1, N, C) holds sequences of these lengths
+  // end to end, each attending only within itself at positions [0, length). Only where
+  // takes_packed(x); the base class takes none.
+  virtual bool takes_packed(const torch::Tensor& x) const { return false; }
+  virtual torch::Tensor forward_packed(const torch::Tensor& x, const std::vector<int64_t>& lengths);
   // Numbers cached per token (all heads) by this layer: MHA 2·Hk·D, MLA r + R.
   virtual int64_t cached_per_token() const = 0;
 
@@ -50,11 +55,16 @@ class MultiHeadAttentionImpl : public Attention {
  public:
   MultiHeadAttentionImpl(const ModelConfig& cfg, std::shared_ptr<Position> position);
   torch::Tensor forward(const torch::Tensor& x, int64_t start, std::vector<torch::Tensor>* cache) override;
+  // The fused kernel's case: rotate-only positions (NoPE, absolute, RoPE over the whole head).
+  bool takes_packed(const torch::Tensor& x) const override;
+  torch::Tensor forward_packed(const torch::Tensor& x, const std::vector<int64_t>& lengths) override;
   int64_t cached_per_token() const override { return 2 * n_kv_heads_ * head_dim_; }
 
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
+  torch::Tensor qkv(const torch::Tensor& x);  // (B, T, H + 2Hk, D), one GEMM
+  bool rotate_only() const;
   int64_t n_heads_, n_kv_heads_, head_dim_;
 };
 TORCH_MODULE(MultiHeadAttention);

@@ -1,5 +1,6 @@
 // Multi-head attention (Vaswani et al. 2017) with grouped KV heads: GQA (Ainslie et al.
 // 2023) for 1 < Hk < H, MQA (Shazeer 2019) for Hk = 1.
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
@@ -25,17 +26,40 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(const ModelConfig& cfg, std::shar
 // Without a cache and without a score bias, float32 on the CPU, the fused attention kernel
 // (model/fused_attention.h) does RoPE, the causal softmax and both matmuls in one autograd
 // op; with a cache it serves inference; anything else takes the plain LibTorch path.
+torch::Tensor MultiHeadAttentionImpl::qkv(const torch::Tensor& x) {
+  auto w = torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}, 0);  // ((H + 2Hk)·D, C)
+  auto b = q_proj->bias.defined() ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : torch::Tensor();
+  return linear_2d(x, w, b).view({x.size(0), x.size(1), n_heads_ + 2 * n_kv_heads_, head_dim_});
+}
+
+bool MultiHeadAttentionImpl::rotate_only() const {
+  auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
+  return rope ? rope->dim() == head_dim_ : !position_->has_score_bias();
+}
+
+bool MultiHeadAttentionImpl::takes_packed(const torch::Tensor& x) const {
+  return rotate_only() && fused_attention_supported(x, head_dim_);
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward_packed(const torch::Tensor& x, const std::vector<int64_t>& lengths) {
+  if (!takes_packed(x)) return Attention::forward_packed(x, lengths);
+  const int64_t N = x.size(1), H = n_heads_, D = head_dim_;
+  torch::Tensor cos, sin;
+  auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
+  if (rope) std::tie(cos, sin) = rope->tables(*std::max_element(lengths.begin(), lengths.end()), x.device());
+  auto y = fused_causal_attention(qkv(x), H, n_kv_heads_, 1.0 / std::sqrt(static_cast<double>(D)), cos, sin,
+                                  rope && rope->interleaved(), lengths);  // (1, N, H, D)
+  return linear_2d(y.view({1, N, H * D}), o_proj);
+}
+
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t start,
                                               std::vector<torch::Tensor>* cache) {
   const int64_t B = x.size(0), T = x.size(1), H = n_heads_, Hk = n_kv_heads_, D = head_dim_;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  auto w = torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}, 0);  // ((H + 2Hk)·D, C)
-  auto b = q_proj->bias.defined() ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : torch::Tensor();
-  auto qkv = linear_2d(x, w, b).view({B, T, H + 2 * Hk, D});  // (B, T, H + 2Hk, D)
+  auto qkv = this->qkv(x);  // (B, T, H + 2Hk, D)
 
   auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
-  const bool rotate_only = rope ? rope->dim() == D : !position_->has_score_bias();
-  if (rotate_only && fused_attention_supported(x, D)) {
+  if (takes_packed(x)) {  // the fused kernel's case
     if (!cache) {
       torch::Tensor cos, sin;
       if (rope) std::tie(cos, sin) = rope->tables(start + T, x.device());

@@ -16,16 +16,20 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, int64_t start, std::vec
 }
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_residual(const torch::Tensor& x, const torch::Tensor& branch,
-                                                                    int64_t start, std::vector<torch::Tensor>* cache) {
+                                                                    int64_t start, std::vector<torch::Tensor>* cache,
+                                                                    const std::vector<int64_t>* lengths) {
+  auto attend = [&](const torch::Tensor& y) {
+    return lengths ? self_attn->forward_packed(y, *lengths) : self_attn->forward(y, start, cache);
+  };
   if (pre_norm_) {
     // The stream's adds go into the next norm (Norm::add_forward): the one after the
     // attention here, the one after the FFN in the next block (or the model's final norm).
     auto [s, n1] = input_layernorm->add_forward(x, branch);
-    auto [h, n2] = post_attention_layernorm->add_forward(s, self_attn->forward(n1, start, cache));
+    auto [h, n2] = post_attention_layernorm->add_forward(s, attend(n1));
     return {h, mlp->forward(n2)};
   }
   auto s = branch.defined() ? x + branch : x;
-  auto h = input_layernorm->add_forward(s, self_attn->forward(s, start, cache)).second;
+  auto h = input_layernorm->add_forward(s, attend(s)).second;
   return {post_attention_layernorm->add_forward(h, mlp->forward(h)).second, torch::Tensor()};
 }
 

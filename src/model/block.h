@@ -26,8 +26,10 @@ class BlockImpl : public torch::nn::Module {
   // The same block on the stream x + branch (branch may be undefined), its output returned
   // as {stream, branch} with the last residual add left to the caller: pre-norm gives it to
   // the next norm to fuse; post-norm returns {output, undefined}.
+  // lengths: a padding-free batch (Attention::forward_packed), start 0 and no cache.
   std::pair<torch::Tensor, torch::Tensor> forward_residual(const torch::Tensor& x, const torch::Tensor& branch,
-                                                           int64_t start, std::vector<torch::Tensor>* cache);
+                                                           int64_t start, std::vector<torch::Tensor>* cache,
+                                                           const std::vector<int64_t>* lengths = nullptr);
 
   std::shared_ptr<Attention> self_attn;
   std::shared_ptr<Ffn> mlp;

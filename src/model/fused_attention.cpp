@@ -3,7 +3,9 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <stdexcept>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -34,15 +36,14 @@ void for_each_kv_head(int64_t B, int64_t Hk, int64_t group, int64_t scratch_n, c
   });
 }
 
-// q4 (B, Tq, H, D), k4 / v4 (B, Tk, Hk, D) strided views with a contiguous last dim; o4 like
-// q4; lse (B, H, Tq) or undefined.
+// Inference over a KV cache: q4 (B, Tq, H, D), k4 / v4 (B, Tk, Hk, D) strided views with a
+// contiguous last dim; o4 like q4.
 void run_forward(const torch::Tensor& q4, const torch::Tensor& k4, const torch::Tensor& v4, const torch::Tensor& o4,
-                 const torch::Tensor& lse, kernels::AttnShape shape) {
-  const int64_t B = q4.size(0), H = q4.size(2), Hk = k4.size(2), Tq = q4.size(1);
+                 kernels::AttnShape shape) {
+  const int64_t B = q4.size(0), H = q4.size(2), Hk = k4.size(2);
   shape.group = H / Hk;
   const float *q = q4.data_ptr<float>(), *k = k4.data_ptr<float>(), *v = v4.data_ptr<float>();
   float* o = o4.data_ptr<float>();
-  float* lp = lse.defined() ? lse.data_ptr<float>() : nullptr;
   auto kernel = kernels::forward_kernel();
   const int64_t scratch_n = kernels::forward_scratch(shape);
   for_each_kv_head(B, Hk, shape.group, scratch_n, [&](int64_t b, int64_t g, int64_t h0, float* scratch) {
@@ -57,7 +58,6 @@ void run_forward(const torch::Tensor& q4, const torch::Tensor& k4, const torch::
     a.o = o + b * o4.stride(0) + h0 * o4.stride(2);
     a.o_st = o4.stride(1);
     a.o_sh = o4.stride(2);
-    a.lse = lp ? lp + (b * H + h0) * Tq : nullptr;
     kernel(a, shape, scratch);
   });
 }
@@ -78,24 +78,84 @@ kernels::AttnShape make_shape(int64_t Tq, int64_t Tk, int64_t D, int64_t q_start
   return s;
 }
 
+// The sequences of a (B, T, H + 2·Hk, D) qkv as rows of its (B·T) tokens: B of length T, or
+// the given lengths laid end to end (padding-free batches). start[b] is sequence b's first row.
+struct Segments {
+  std::vector<int64_t> start, len;
+  int64_t longest = 0;
+};
+Segments make_segments(int64_t B, int64_t T, const std::vector<int64_t>& lengths) {
+  Segments s;
+  if (lengths.empty()) {
+    for (int64_t b = 0; b < B; ++b) s.start.push_back(b * T), s.len.push_back(T);
+  } else {
+    int64_t at = 0;
+    for (int64_t n : lengths) s.start.push_back(at), s.len.push_back(n), at += n;
+  }
+  for (int64_t n : s.len) s.longest = std::max(s.longest, n);
+  return s;
+}
+
+// fn(b, g, h0, shape, scratch) for every (sequence b, KV head g) with h0 = g's first query head
+// and shape that sequence's (Tq = Tk = its length), in parallel chunks that each own the
+// scratch the longest sequence needs.
+template <class Fn>
+void for_each_segment_head(const Segments& seg, int64_t Hk, kernels::AttnShape shape, bool backward, const Fn& fn) {
+  shape.Tq = shape.Tk = seg.longest;
+  const int64_t scratch_n = backward ? kernels::backward_scratch(shape) : kernels::forward_scratch(shape);
+  for_each_kv_head(static_cast<int64_t>(seg.len.size()), Hk, shape.group, scratch_n,
+                   [&](int64_t b, int64_t g, int64_t h0, float* scratch) {
+                     kernels::AttnShape s = shape;
+                     s.Tq = s.Tk = seg.len[b];
+                     fn(b, g, h0, s, scratch);
+                   });
+}
+
+// Forward over the segments of qkv (N rows of H + 2·Hk heads): o (N, H, D); lse (H·N floats,
+// sequence b's block of H·len[b] at H·start[b], head-major) or null.
+void run_forward_segments(const torch::Tensor& qkv, int64_t H, int64_t Hk, const Segments& seg, const torch::Tensor& o,
+                          float* lse, kernels::AttnShape shape) {
+  const int64_t D = shape.D, row = (H + 2 * Hk) * D;
+  shape.group = H / Hk;
+  const float* q = qkv.data_ptr<float>();
+  float* op = o.data_ptr<float>();
+  auto kernel = kernels::forward_kernel();
+  for_each_segment_head(seg, Hk, shape, /*backward=*/false,
+                        [&](int64_t b, int64_t g, int64_t h0, const kernels::AttnShape& s, float* scratch) {
+                          const int64_t base = seg.start[b] * row;
+                          kernels::ForwardArgs a{};
+                          a.q = q + base + h0 * D;
+                          a.k = q + base + (H + g) * D;
+                          a.v = q + base + (H + Hk + g) * D;
+                          a.q_st = a.k_st = a.v_st = row;
+                          a.q_sh = D;
+                          a.o = op + seg.start[b] * H * D + h0 * D;
+                          a.o_st = H * D;
+                          a.o_sh = D;
+                          a.lse = lse ? lse + H * seg.start[b] + h0 * seg.len[b] : nullptr;
+                          kernel(a, s, scratch);
+                        });
+}
+
 class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv_in, int64_t H,
                                int64_t Hk, double scale, const torch::Tensor& cos_in, const torch::Tensor& sin_in,
-                               bool interleaved) {
+                               bool interleaved, const std::vector<int64_t>& lengths) {
     op_timer::Scope timed(op_timer::Kind::Attention);
     auto qkv = qkv_in.contiguous();
     auto cos = cos_in.contiguous(), sin = sin_in.contiguous();  // (T, D/2), or empty: no RoPE
     const int64_t B = qkv.size(0), T = qkv.size(1), D = qkv.size(3);
-    auto shape = make_shape(T, T, D, 0, scale, cos, sin, interleaved);
+    const Segments seg = make_segments(B, T, lengths);
     auto o = torch::empty({B, T, H, D}, qkv.options());
-    auto lse = torch::empty({B, H, T}, qkv.options());
-    run_forward(qkv.narrow(2, 0, H), qkv.narrow(2, H, Hk), qkv.narrow(2, H + Hk, Hk), o, lse, shape);
+    auto lse = torch::empty({B * T * H}, qkv.options());
+    run_forward_segments(qkv, H, Hk, seg, o, lse.data_ptr<float>(), make_shape(T, T, D, 0, scale, cos, sin, interleaved));
     ctx->save_for_backward({qkv, o, lse, cos, sin});
     ctx->saved_data["H"] = H;
     ctx->saved_data["Hk"] = Hk;
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["interleaved"] = interleaved;
+    ctx->saved_data["lengths"] = lengths;
     return o;
   }
 
@@ -106,39 +166,40 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
     const auto &qkv = saved[0], &o = saved[1], &lse = saved[2], &cos = saved[3], &sin = saved[4];
     const int64_t H = ctx->saved_data["H"].toInt(), Hk = ctx->saved_data["Hk"].toInt();
     const int64_t B = qkv.size(0), T = qkv.size(1), D = qkv.size(3);
+    const Segments seg = make_segments(B, T, ctx->saved_data["lengths"].toIntVector());
     auto shape = make_shape(T, T, D, 0, ctx->saved_data["scale"].toDouble(), cos, sin,
                             ctx->saved_data["interleaved"].toBool());
     shape.group = H / Hk;
     auto dout = grads[0].contiguous();
     auto dqkv = torch::empty_like(qkv);
-    const int64_t W = H + 2 * Hk, row = W * D;
+    const int64_t row = (H + 2 * Hk) * D;
     const float *q = qkv.data_ptr<float>(), *op = o.data_ptr<float>(), *dop = dout.data_ptr<float>(),
                 *lp = lse.data_ptr<float>();
     float* dq = dqkv.data_ptr<float>();
     auto kernel = kernels::backward_kernel();
-    const int64_t scratch_n = kernels::backward_scratch(shape);
-    for_each_kv_head(B, Hk, shape.group, scratch_n, [&](int64_t b, int64_t g, int64_t h0, float* scratch) {
-      const int64_t base = b * T * row;
-      kernels::BackwardArgs a{};
-      a.q = q + base + h0 * D;
-      a.k = q + base + (H + g) * D;
-      a.v = q + base + (H + Hk + g) * D;
-      a.q_st = a.k_st = a.v_st = row;
-      a.q_sh = D;
-      a.o = op + b * T * H * D + h0 * D;
-      a.dout = dop + b * T * H * D + h0 * D;
-      a.o_st = H * D;
-      a.o_sh = D;
-      a.lse = lp + (b * H + h0) * T;
-      a.dq = dq + base + h0 * D;
-      a.dk = dq + base + (H + g) * D;
-      a.dv = dq + base + (H + Hk + g) * D;
-      a.dq_st = a.dk_st = a.dv_st = row;
-      a.dq_sh = D;
-      kernel(a, shape, scratch);
-    });
-    return {dqkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
-            torch::Tensor()};
+    for_each_segment_head(seg, Hk, shape, /*backward=*/true,
+                          [&](int64_t b, int64_t g, int64_t h0, const kernels::AttnShape& s, float* scratch) {
+                            const int64_t base = seg.start[b] * row, obase = seg.start[b] * H * D;
+                            kernels::BackwardArgs a{};
+                            a.q = q + base + h0 * D;
+                            a.k = q + base + (H + g) * D;
+                            a.v = q + base + (H + Hk + g) * D;
+                            a.q_st = a.k_st = a.v_st = row;
+                            a.q_sh = D;
+                            a.o = op + obase + h0 * D;
+                            a.dout = dop + obase + h0 * D;
+                            a.o_st = H * D;
+                            a.o_sh = D;
+                            a.lse = lp + H * seg.start[b] + h0 * seg.len[b];
+                            a.dq = dq + base + h0 * D;
+                            a.dk = dq + base + (H + g) * D;
+                            a.dv = dq + base + (H + Hk + g) * D;
+                            a.dq_st = a.dk_st = a.dv_st = row;
+                            a.dq_sh = D;
+                            kernel(a, s, scratch);
+                          });
+    return {dqkv,           torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -159,24 +220,34 @@ bool fused_attention_enabled() {
 }
 
 torch::Tensor fused_causal_attention(const torch::Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, double scale,
-                                     const torch::Tensor& cos, const torch::Tensor& sin, bool interleaved) {
-  const int64_t T = qkv.size(1);
+                                     const torch::Tensor& cos, const torch::Tensor& sin, bool interleaved,
+                                     const std::vector<int64_t>& lengths) {
+  const int64_t B = qkv.size(0), T = qkv.size(1);
+  if (!lengths.empty()) {
+    int64_t n = 0;
+    for (int64_t len : lengths) {
+      if (len <= 0) throw std::logic_error("fused_causal_attention: a sequence of length <= 0");
+      n += len;
+    }
+    if (B != 1 || n != T) throw std::logic_error("fused_causal_attention: lengths must tile qkv (1, T, ...)");
+  }
+  const int64_t longest = lengths.empty() ? T : *std::max_element(lengths.begin(), lengths.end());
   torch::Tensor c = cos, s = sin;
   if (c.defined()) {
-    c = c.slice(0, 0, T).to(torch::kFloat32);
-    s = s.slice(0, 0, T).to(torch::kFloat32);
+    c = c.slice(0, 0, longest).to(torch::kFloat32);
+    s = s.slice(0, 0, longest).to(torch::kFloat32);
   }
   if (!torch::GradMode::is_enabled() || !qkv.requires_grad()) {
     auto x = qkv.contiguous();
     if (c.defined()) c = c.contiguous(), s = s.contiguous();
-    const int64_t B = x.size(0), D = x.size(3);
+    const int64_t D = x.size(3);
     auto o = torch::empty({B, T, n_heads, D}, x.options());
-    run_forward(x.narrow(2, 0, n_heads), x.narrow(2, n_heads, n_kv_heads), x.narrow(2, n_heads + n_kv_heads, n_kv_heads),
-                o, torch::Tensor(), make_shape(T, T, D, 0, scale, c, s, interleaved));
+    run_forward_segments(x, n_heads, n_kv_heads, make_segments(B, T, lengths), o, nullptr,
+                         make_shape(T, T, D, 0, scale, c, s, interleaved));
     return o;
   }
   if (!c.defined()) c = s = torch::empty({0}, qkv.options());  // autograd inputs must be defined
-  return FusedAttentionFn::apply(qkv, n_heads, n_kv_heads, scale, c, s, interleaved);
+  return FusedAttentionFn::apply(qkv, n_heads, n_kv_heads, scale, c, s, interleaved, lengths);
 }
 
 torch::Tensor fused_attention_inference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -186,7 +257,7 @@ torch::Tensor fused_attention_inference(const torch::Tensor& q, const torch::Ten
   auto v4 = v.stride(3) == 1 ? v.transpose(1, 2) : v.contiguous().transpose(1, 2);
   const int64_t B = q4.size(0), Tq = q4.size(1), H = q4.size(2), D = q4.size(3);
   auto o = torch::empty({B, Tq, H, D}, q.options());
-  run_forward(q4, k4, v4, o, torch::Tensor(), make_shape(Tq, k4.size(1), D, q_start, scale, {}, {}, false));
+  run_forward(q4, k4, v4, o, make_shape(Tq, k4.size(1), D, q_start, scale, {}, {}, false));
   return o;
 }
 

@@ -8,6 +8,8 @@
 #pragma once
 #include <torch/types.h>
 
+#include <vector>
+
 namespace lmx {
 
 // Whether the kernels handle this case: float32 on the CPU, head dim a multiple of 8 up to
@@ -24,8 +26,12 @@ bool fused_kernels_take(const torch::Tensor& x);
 // tokens at positions [0, T). cos, sin: RoPE tables (>= T rows, D/2 columns; the rotation
 // pairs (i, i + D/2), or (2i, 2i+1) when interleaved), or undefined tensors (no rotation).
 // -> (B, T, H, D) = softmax(causal(RoPE(q)·RoPE(k)ᵀ·scale))·v; differentiable in qkv.
+// lengths (padding-free batches, train.padding_free): qkv is (1, T, ...) holding sequences of
+// these lengths end to end (summing to T); each attends only within itself, its tokens at
+// positions [0, length). Empty: B sequences of T.
 torch::Tensor fused_causal_attention(const torch::Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, double scale,
-                                     const torch::Tensor& cos, const torch::Tensor& sin, bool interleaved);
+                                     const torch::Tensor& cos, const torch::Tensor& sin, bool interleaved,
+                                     const std::vector<int64_t>& lengths = {});
 
 // Inference only (no autograd): q (B, H, Tq, D) at positions [q_start, q_start + Tq), k and v
 // (B, Hk, Tk, D), already rotated (a KV cache); any strides with a contiguous last dim.

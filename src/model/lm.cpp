@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <tuple>
 
 #include "model/attention.h"
@@ -80,7 +82,26 @@ ModernLMImpl::ModernLMImpl(const ModelConfig& cfg) : cfg_(cfg), parts_(std::make
   init_weights(*this, cfg);
 }
 
-torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache) {
+torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache) { return run(tokens, cache, nullptr); }
+
+torch::Tensor ModernLMImpl::forward_packed(const torch::Tensor& tokens, const std::vector<int64_t>& lengths) {
+  int64_t n = 0;
+  for (int64_t len : lengths) n += len > 0 ? len : 0;
+  if (tokens.dim() != 2 || tokens.size(0) != 1 || lengths.empty() || n != tokens.size(1) ||
+      *std::min_element(lengths.begin(), lengths.end()) <= 0)
+    throw std::logic_error("forward_packed: tokens must be (1, N) with positive lengths summing to N");
+  if (!packable()) throw std::logic_error("forward_packed: this model cannot take a padding-free batch now");
+  return run(tokens, nullptr, &lengths);
+}
+
+bool ModernLMImpl::packable() const {
+  const auto probe = torch::empty({0}, parts_->embed_tokens->weight.options());
+  for (const auto& layer : parts_->layers)
+    if (!layer->self_attn->takes_packed(probe)) return false;
+  return true;
+}
+
+torch::Tensor ModernLMImpl::run(const torch::Tensor& tokens, KVCache* cache, const std::vector<int64_t>* lengths) {
   auto& p = *parts_;
   if (tokens.dim() != 2 || tokens.scalar_type() != torch::kInt64)
     throw InputError(fmt::format("ModernLM expects tokens (B, T) int64, got {} dims of {}", tokens.dim(),
@@ -89,11 +110,20 @@ torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache)
   if (cache && cache->layers.size() != p.layers.size()) cache->layers.resize(p.layers.size());
   auto x = p.embed_tokens(tokens);  // (B, T, C)
   if (cfg_.embed_scale == "sqrt_d") x = x * std::sqrt(static_cast<double>(cfg_.d_model));
-  x = p.position->embed(x, start);
+  if (lengths) {  // each sequence's tokens at positions [0, length)
+    std::vector<int64_t> pos;
+    pos.reserve(tokens.size(1));
+    for (int64_t len : *lengths)
+      for (int64_t i = 0; i < len; ++i) pos.push_back(i);
+    x = p.position->embed_at(x, torch::tensor(pos, torch::kInt64).to(tokens.device()));
+  } else {
+    x = p.position->embed(x, start);
+  }
   if (keep_stream) first_stream = x.detach();
   torch::Tensor branch;  // the last block's residual branch, added by the next norm
   for (size_t i = 0; i < p.layers.size(); ++i)
-    std::tie(x, branch) = p.layers[i]->forward_residual(x, branch, start, cache ? &cache->layers[i] : nullptr);
+    std::tie(x, branch) =
+        p.layers[i]->forward_residual(x, branch, start, cache ? &cache->layers[i] : nullptr, lengths);
   // Pre-norm: the final norm adds the last branch; post-norm blocks leave none.
   auto [stream, out] = p.norm ? p.norm->add_forward(x, branch) : std::pair{x, x};
   if (keep_stream) last_stream = stream.detach();

@@ -56,6 +56,15 @@ class ModernLMImpl : public torch::nn::Module {
   // sequence (positions start at cache->length) and the cache is extended.
   torch::Tensor forward(const torch::Tensor& tokens, KVCache* cache = nullptr);
 
+  // A padding-free batch (train.padding_free): tokens (1, N) hold sequences of these lengths
+  // end to end (summing to N), each at positions [0, length) and attending only within itself.
+  // -> logits (1, N, V), each sequence's as forward gives them for it alone (up to rounding).
+  // Only where packable().
+  torch::Tensor forward_packed(const torch::Tensor& tokens, const std::vector<int64_t>& lengths);
+  // Whether forward_packed can run now: every layer's attention takes it (MHA/GQA/MQA on the
+  // fused float32 CPU kernel, no score bias), outside autocast.
+  bool packable() const;
+
   const ModelConfig& config() const { return cfg_; }
 
   // Probes: layer i's attention (dynamic_pointer_cast to MultiHeadLatentAttentionImpl for
@@ -72,6 +81,7 @@ class ModernLMImpl : public torch::nn::Module {
   torch::Tensor first_stream;  // (B, T, C)
 
  private:
+  torch::Tensor run(const torch::Tensor& tokens, KVCache* cache, const std::vector<int64_t>* lengths);
   ModelConfig cfg_;
   struct Parts;
   std::shared_ptr<Parts> parts_;

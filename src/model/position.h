@@ -28,6 +28,8 @@ class Position : public torch::nn::Module {
 
   // x (B, T, C) at positions [start, start + T) -> x plus the position embedding.
   virtual torch::Tensor embed(const torch::Tensor& x, int64_t start) { return x; }
+  // The same for a padding-free batch: x (1, N, C), token n at position positions[n] (int64).
+  virtual torch::Tensor embed_at(const torch::Tensor& x, const torch::Tensor& positions) { return x; }
   // x (B, H, T, D) at positions [start, start + T) -> rotated x (RoPE; identity elsewhere).
   virtual torch::Tensor rotate(const torch::Tensor& x, int64_t start) { return x; }
   // Additive score bias (H, Tq, Tk) for queries at [q_start, q_start + Tq) and keys at

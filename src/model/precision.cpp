@@ -51,14 +51,18 @@ c10::ScalarType autocast_dtype(c10::DeviceType d) {
 
 }  // namespace
 
+bool autocasts(const std::string& precision, c10::DeviceType device) {
+  return precision == "bf16" && (device != c10::DeviceType::CPU || !gemm::bf16_unavailable().empty());
+}
+
 AutocastGuard::AutocastGuard(const std::string& precision, c10::DeviceType device) : device_(device) {
   if (precision != "bf16") return;
+  if (!autocasts(precision, device)) {
+    bf16_gemms_.emplace();
+    return;
+  }
   if (device == c10::DeviceType::CPU) {
     const std::string why = gemm::bf16_unavailable();
-    if (why.empty()) {
-      bf16_gemms_.emplace();
-      return;
-    }
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
       log::warn("precision", "train.precision bf16: {}; LibTorch's CPU autocast runs instead (fp32 is faster here)", why);

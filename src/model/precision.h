@@ -21,6 +21,8 @@ namespace lmx {
 
 // True while autocast is on for `device` (the fused float32 kernels step aside).
 bool autocast_active(c10::DeviceType device);
+// Whether an AutocastGuard for this precision and device turns LibTorch's autocast on.
+bool autocasts(const std::string& precision, c10::DeviceType device);
 
 // While alive, bf16 for `device` when precision is "bf16" (the CPU's bf16 GEMMs, else
 // autocast); does nothing for "fp32".

@@ -14,6 +14,7 @@
 #include "dist/dist.h"
 #include "model/checkpoint.h"
 #include "model/memory.h"
+#include "model/precision.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 #include "train/trainer.h"
@@ -229,7 +230,11 @@ StepResult take_run_step(Training& tr, int64_t step, double lr) {
     if (!hooked) throw InputError(fmt::format("no parameter named {}", tr.opt.inject_nan_grad_param));
     hook = hooked->register_hook([](torch::Tensor g) { return g * std::nan(""); });
   }
-  std::vector<MicroBatch> micro = micro_batches(batch.inputs, batch.targets, tr.cfg.train.micro_batch_size);
+  // Padding-free where the model takes it (the fused MHA kernel, no autocast), else micro-batches by length.
+  const bool packed = tr.cfg.train.padding_free && !autocasts(tr.cfg.train.precision, tr.device.type()) &&
+                      tr.model->packable();
+  std::vector<MicroBatch> micro = packed ? std::vector<MicroBatch>{padding_free_batch(batch.inputs, batch.targets)}
+                                         : micro_batches(batch.inputs, batch.targets, tr.cfg.train.micro_batch_size);
   for (auto& m : micro) m.inputs = m.inputs.to(tr.device), m.targets = m.targets.to(tr.device);
   const StepResult sr = train_step(tr.model, *tr.optimizer, micro, lr, tr.cfg.train.grad_clip,
                                    /*poison_loss=*/step == tr.opt.inject_nan_at_step, tr.cfg.train.precision,

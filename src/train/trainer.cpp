@@ -85,21 +85,48 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss,
                       const std::string& precision, int64_t global_tokens) {
-  return train_step(model, optimizer, std::vector<MicroBatch>{{inputs, targets}}, lr, grad_clip, poison_loss, precision,
+  return train_step(model, optimizer, std::vector<MicroBatch>{{inputs, targets, {}}}, lr, grad_clip, poison_loss, precision,
                     global_tokens);
 }
 
-std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t size) {
-  const int64_t B = inputs.size(0), T = inputs.size(1);
-  if (size <= 0 || size >= B) return {{inputs, targets}};
-  // A row's length: up to its last target that counts (doc layout pads at the end).
+namespace {
+
+// Each row's length: up to its last target that counts (doc layout pads at the end); (B) on the CPU.
+torch::Tensor row_lengths(const torch::Tensor& targets) {
   auto counts = targets.ne(data::kIgnore).to(torch::kInt64);
-  auto last = (counts * torch::arange(1, T + 1, counts.options())).amax(1).to(torch::kCPU).contiguous();
+  return (counts * torch::arange(1, targets.size(1) + 1, counts.options())).amax(1).to(torch::kCPU).contiguous();
+}
+
+}  // namespace
+
+MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  const auto last = row_lengths(targets);
+  const int64_t* len = last.data_ptr<int64_t>();
+  const int64_t B = inputs.size(0);
+  MicroBatch m;
+  std::vector<torch::Tensor> in, tg;
+  for (int64_t b = 0; b < B; ++b) {
+    if (len[b] == 0) continue;
+    m.lengths.push_back(len[b]);
+    in.push_back(inputs[b].narrow(0, 0, len[b]));
+    tg.push_back(targets[b].narrow(0, 0, len[b]));
+  }
+  const bool uniform = std::all_of(len, len + B, [&](int64_t n) { return n == inputs.size(1); });
+  if (m.lengths.empty() || uniform) return {inputs, targets, {}};
+  m.inputs = torch::cat(in).unsqueeze(0);
+  m.targets = torch::cat(tg).unsqueeze(0);
+  return m;
+}
+
+std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t size) {
+  const int64_t B = inputs.size(0);
+  if (size <= 0 || size >= B) return {{inputs, targets, {}}};
+  const auto last = row_lengths(targets);
   const int64_t* len = last.data_ptr<int64_t>();
   std::vector<int64_t> order(B);
   for (int64_t i = 0; i < B; ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len[a] < len[b]; });
-  if (len[order.front()] == len[order.back()]) return {{inputs, targets}};  // nothing to save (packed rows)
+  if (len[order.front()] == len[order.back()]) return {{inputs, targets, {}}};  // nothing to save (packed rows)
   std::vector<MicroBatch> out;
   for (int64_t b0 = 0; b0 < B; b0 += size) {
     const int64_t n = std::min(size, B - b0);
@@ -107,7 +134,7 @@ std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::
     auto idx = torch::tensor(std::vector<int64_t>(order.begin() + b0, order.begin() + b0 + n), torch::kInt64)
                    .to(inputs.device());
     out.push_back({inputs.index_select(0, idx).narrow(1, 0, t).contiguous(),
-                   targets.index_select(0, idx).narrow(1, 0, t).contiguous()});
+                   targets.index_select(0, idx).narrow(1, 0, t).contiguous(), {}});
   }
   return out;
 }
@@ -138,9 +165,10 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
     const auto t0 = Clock::now();
     // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
     // dtype its forward used.
-    std::optional<AutocastGuard> autocast(std::in_place, precision, micro[k].inputs.device().type());
-    auto logits = model->forward(micro[k].inputs);  // (B, T, V)
-    torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), micro[k].targets.reshape(-1),
+    const auto& m = micro[k];
+    std::optional<AutocastGuard> autocast(std::in_place, precision, m.inputs.device().type());
+    auto logits = m.lengths.empty() ? model->forward(m.inputs) : model->forward_packed(m.inputs, m.lengths);  // (B, T, V)
+    torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), m.targets.reshape(-1),
                                           data::kIgnore, summed);
     if (summed) loss = loss / std::max<double>(1.0, static_cast<double>(r.tokens));
     if (poison_loss) loss = loss * std::nan("");

@@ -105,8 +105,15 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
 // batch as it is, one micro-batch.
 struct MicroBatch {
   torch::Tensor inputs, targets;
+  // Padding-free (ModernLM::forward_packed): inputs and targets (1, N) hold sequences of these
+  // lengths end to end. Empty: an ordinary (B, T) batch.
+  std::vector<int64_t> lengths;
 };
 std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t size);
+// The batch padding-free (train.padding_free): every row cut at its last target that counts and
+// the rows laid end to end in one (1, N) row, in their order; rows without a target are left
+// out. Rows all of one length (packed layout), or none with a target: the batch as it is.
+MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& targets);
 // The same step over micro-batches: forward and backward of each in turn, the gradients
 // accumulated, then one clip and one AdamW step. With several, each one's token losses are
 // summed over the whole batch's token count: the loss and gradient of the whole batch, up to

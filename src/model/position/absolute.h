@@ -17,11 +17,13 @@ class SinusoidalPositionImpl : public Position {
   explicit SinusoidalPositionImpl(int64_t d_model);
   const char* module_name() const override { return "sinusoidal"; }
   torch::Tensor embed(const torch::Tensor& x, int64_t start) override;
+  torch::Tensor embed_at(const torch::Tensor& x, const torch::Tensor& positions) override;
 
   // The table for positions [0, length): (length, C), float32 on the CPU.
   static torch::Tensor table(int64_t length, int64_t d_model);
 
  private:
+  const torch::Tensor& covering(int64_t end, const torch::Device& device);  // table_ for [0, end)
   int64_t d_model_;
   torch::Tensor table_;  // (L, C) cache, grown on demand
 };
@@ -32,8 +34,12 @@ class LearnedPositionImpl : public Position {
   LearnedPositionImpl(int64_t max_len, int64_t d_model);
   const char* module_name() const override { return "embed_positions"; }
   torch::Tensor embed(const torch::Tensor& x, int64_t start) override;
+  torch::Tensor embed_at(const torch::Tensor& x, const torch::Tensor& positions) override;
 
   torch::Tensor weight;  // (max_seq_len, C)
+
+ private:
+  void check_reach(int64_t end) const;  // InputError past max_seq_len
 };
 
 }  // namespace lmx
