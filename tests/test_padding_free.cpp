@@ -153,7 +153,7 @@ TEST_CASE("packable: score-bias positions, MLA, odd head dims and the plain path
   CHECK_THROWS_AS(plain->forward_packed(torch::zeros({1, 2}, torch::kInt64), {2, 0}), std::logic_error);
 }
 
-TEST_CASE("padding_free_batch: rows cut at their last target, end to end in order; empty rows left out",
+TEST_CASE("padding_free_batch: rows cut at their last target, end to end in order, empty rows left out",
           "[padding_free]") {
   // Rows of lengths 5 3 0 7 2 (targets counted up to the last one that is not ignored; row 1
   // has an ignored target inside, which stays).
