@@ -9,6 +9,7 @@
 #include "data/batch.h"
 #include "model/fused_attention.h"
 #include "model/lm.h"
+#include "step_check.h"
 #include "train/trainer.h"
 
 using namespace lmx;
@@ -119,11 +120,9 @@ TEST_CASE("forward_packed: gradients are those of the sequences run one by one",
       torch::nn::functional::cross_entropy(logits, targets[0],
                                            torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
           .backward();
-      const auto params = model->parameters();
-      for (size_t i = 0; i < params.size(); ++i) {
-        const double scale = std::max(1e-3, ref[i].abs().max().item<double>());
-        CHECK((params[i].grad() - ref[i]).abs().max().item<double>() / scale < 1e-5);
-      }
+      std::vector<torch::Tensor> grads;
+      for (auto& p : model->parameters()) grads.push_back(p.grad());
+      lmx::test::check_same_gradients(grads, ref);
     }
   }
 }
@@ -207,12 +206,5 @@ TEST_CASE("a padding-free step is the whole padded batch's step: loss, gradient 
   const MicroBatch packed = padding_free_batch(inputs, targets);
   REQUIRE(packed.lengths == lens);
   const StepResult free = step({packed}, &g_free);
-  CHECK(free.stepped);
-  CHECK(free.tokens == whole.tokens);
-  CHECK(free.loss == Approx(whole.loss).epsilon(1e-6));
-  CHECK(free.grad_norm == Approx(whole.grad_norm).epsilon(1e-5));
-  for (size_t i = 0; i < g_whole.size(); ++i) {
-    const double scale = std::max(1e-3, g_whole[i].abs().max().item<double>());
-    CHECK((g_free[i] - g_whole[i]).abs().max().item<double>() / scale < 1e-5);
-  }
+  lmx::test::check_same_step(free, g_free, whole, g_whole);
 }

@@ -111,28 +111,48 @@ void for_each_segment_head(const Segments& seg, int64_t Hk, kernels::AttnShape s
                    });
 }
 
+// Where sequence b's KV head g and its first query head h0 sit, in floats: q, k, v in the
+// packed qkv (N rows of H + 2·Hk heads, `row` floats each), o in (N, H, D), lse in sequence b's
+// block of H·len[b] at H·start[b] (head-major).
+struct HeadOffsets {
+  int64_t row, q, k, v, o, lse;
+  HeadOffsets(const Segments& seg, int64_t b, int64_t g, int64_t h0, int64_t H, int64_t Hk, int64_t D)
+      : row((H + 2 * Hk) * D),
+        q(seg.start[b] * row + h0 * D),
+        k(seg.start[b] * row + (H + g) * D),
+        v(seg.start[b] * row + (H + Hk + g) * D),
+        o(seg.start[b] * H * D + h0 * D),
+        lse(H * seg.start[b] + h0 * seg.len[b]) {}
+};
+
+// The rows ForwardArgs and BackwardArgs share: q, k, v in qkv and o, at `at`.
+template <class Args, class OutPtr>
+void point_rows(Args& a, const HeadOffsets& at, const float* qkv, OutPtr o, int64_t H, int64_t D) {
+  a.q = qkv + at.q;
+  a.k = qkv + at.k;
+  a.v = qkv + at.v;
+  a.q_st = a.k_st = a.v_st = at.row;
+  a.q_sh = D;
+  a.o = o + at.o;
+  a.o_st = H * D;
+  a.o_sh = D;
+}
+
 // Forward over the segments of qkv (N rows of H + 2·Hk heads): o (N, H, D); lse (H·N floats,
 // sequence b's block of H·len[b] at H·start[b], head-major) or null.
 void run_forward_segments(const torch::Tensor& qkv, int64_t H, int64_t Hk, const Segments& seg, const torch::Tensor& o,
                           float* lse, kernels::AttnShape shape) {
-  const int64_t D = shape.D, row = (H + 2 * Hk) * D;
+  const int64_t D = shape.D;
   shape.group = H / Hk;
   const float* q = qkv.data_ptr<float>();
   float* op = o.data_ptr<float>();
   auto kernel = kernels::forward_kernel();
   for_each_segment_head(seg, Hk, shape, /*backward=*/false,
                         [&](int64_t b, int64_t g, int64_t h0, const kernels::AttnShape& s, float* scratch) {
-                          const int64_t base = seg.start[b] * row;
+                          const HeadOffsets at(seg, b, g, h0, H, Hk, D);
                           kernels::ForwardArgs a{};
-                          a.q = q + base + h0 * D;
-                          a.k = q + base + (H + g) * D;
-                          a.v = q + base + (H + Hk + g) * D;
-                          a.q_st = a.k_st = a.v_st = row;
-                          a.q_sh = D;
-                          a.o = op + seg.start[b] * H * D + h0 * D;
-                          a.o_st = H * D;
-                          a.o_sh = D;
-                          a.lse = lse ? lse + H * seg.start[b] + h0 * seg.len[b] : nullptr;
+                          point_rows(a, at, q, op, H, D);
+                          a.lse = lse ? lse + at.lse : nullptr;
                           kernel(a, s, scratch);
                         });
 }
@@ -172,29 +192,21 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
     shape.group = H / Hk;
     auto dout = grads[0].contiguous();
     auto dqkv = torch::empty_like(qkv);
-    const int64_t row = (H + 2 * Hk) * D;
     const float *q = qkv.data_ptr<float>(), *op = o.data_ptr<float>(), *dop = dout.data_ptr<float>(),
                 *lp = lse.data_ptr<float>();
     float* dq = dqkv.data_ptr<float>();
     auto kernel = kernels::backward_kernel();
     for_each_segment_head(seg, Hk, shape, /*backward=*/true,
                           [&](int64_t b, int64_t g, int64_t h0, const kernels::AttnShape& s, float* scratch) {
-                            const int64_t base = seg.start[b] * row, obase = seg.start[b] * H * D;
+                            const HeadOffsets at(seg, b, g, h0, H, Hk, D);
                             kernels::BackwardArgs a{};
-                            a.q = q + base + h0 * D;
-                            a.k = q + base + (H + g) * D;
-                            a.v = q + base + (H + Hk + g) * D;
-                            a.q_st = a.k_st = a.v_st = row;
-                            a.q_sh = D;
-                            a.o = op + obase + h0 * D;
-                            a.dout = dop + obase + h0 * D;
-                            a.o_st = H * D;
-                            a.o_sh = D;
-                            a.lse = lp + H * seg.start[b] + h0 * seg.len[b];
-                            a.dq = dq + base + h0 * D;
-                            a.dk = dq + base + (H + g) * D;
-                            a.dv = dq + base + (H + Hk + g) * D;
-                            a.dq_st = a.dk_st = a.dv_st = row;
+                            point_rows(a, at, q, op, H, D);
+                            a.dout = dop + at.o;
+                            a.lse = lp + at.lse;
+                            a.dq = dq + at.q;
+                            a.dk = dq + at.k;
+                            a.dv = dq + at.v;
+                            a.dq_st = a.dk_st = a.dv_st = at.row;
                             a.dq_sh = D;
                             kernel(a, s, scratch);
                           });
