@@ -96,21 +96,6 @@ Segments make_segments(int64_t B, int64_t T, const std::vector<int64_t>& lengths
   return s;
 }
 
-// fn(b, g, h0, shape, scratch) for every (sequence b, KV head g) with h0 = g's first query head
-// and shape that sequence's (Tq = Tk = its length), in parallel chunks that each own the
-// scratch the longest sequence needs.
-template <class Fn>
-void for_each_segment_head(const Segments& seg, int64_t Hk, kernels::AttnShape shape, bool backward, const Fn& fn) {
-  shape.Tq = shape.Tk = seg.longest;
-  const int64_t scratch_n = backward ? kernels::backward_scratch(shape) : kernels::forward_scratch(shape);
-  for_each_kv_head(static_cast<int64_t>(seg.len.size()), Hk, shape.group, scratch_n,
-                   [&](int64_t b, int64_t g, int64_t h0, float* scratch) {
-                     kernels::AttnShape s = shape;
-                     s.Tq = s.Tk = seg.len[b];
-                     fn(b, g, h0, s, scratch);
-                   });
-}
-
 // Where sequence b's KV head g and its first query head h0 sit, in floats: q, k, v in the
 // packed qkv (N rows of H + 2·Hk heads, `row` floats each), o in (N, H, D), lse in sequence b's
 // block of H·len[b] at H·start[b] (head-major).
@@ -138,20 +123,34 @@ void point_rows(Args& a, const HeadOffsets& at, const float* qkv, OutPtr o, int6
   a.o_sh = D;
 }
 
+// fn(at, shape, scratch) for every (sequence b, KV head g): `at` where its rows sit, shape that
+// sequence's (Tq = Tk = its length, group = H / Hk), in parallel chunks that each own the
+// scratch the longest sequence needs.
+template <class Fn>
+void for_each_segment_head(const Segments& seg, int64_t H, int64_t Hk, kernels::AttnShape shape, bool backward,
+                           const Fn& fn) {
+  shape.group = H / Hk;
+  shape.Tq = shape.Tk = seg.longest;
+  const int64_t scratch_n = backward ? kernels::backward_scratch(shape) : kernels::forward_scratch(shape);
+  for_each_kv_head(static_cast<int64_t>(seg.len.size()), Hk, shape.group, scratch_n,
+                   [&](int64_t b, int64_t g, int64_t h0, float* scratch) {
+                     kernels::AttnShape s = shape;
+                     s.Tq = s.Tk = seg.len[b];
+                     fn(HeadOffsets(seg, b, g, h0, H, Hk, shape.D), s, scratch);
+                   });
+}
+
 // Forward over the segments of qkv (N rows of H + 2·Hk heads): o (N, H, D); lse (H·N floats,
 // sequence b's block of H·len[b] at H·start[b], head-major) or null.
 void run_forward_segments(const torch::Tensor& qkv, int64_t H, int64_t Hk, const Segments& seg, const torch::Tensor& o,
                           float* lse, kernels::AttnShape shape) {
-  const int64_t D = shape.D;
-  shape.group = H / Hk;
   const float* q = qkv.data_ptr<float>();
   float* op = o.data_ptr<float>();
   auto kernel = kernels::forward_kernel();
-  for_each_segment_head(seg, Hk, shape, /*backward=*/false,
-                        [&](int64_t b, int64_t g, int64_t h0, const kernels::AttnShape& s, float* scratch) {
-                          const HeadOffsets at(seg, b, g, h0, H, Hk, D);
+  for_each_segment_head(seg, H, Hk, shape, /*backward=*/false,
+                        [&](const HeadOffsets& at, const kernels::AttnShape& s, float* scratch) {
                           kernels::ForwardArgs a{};
-                          point_rows(a, at, q, op, H, D);
+                          point_rows(a, at, q, op, H, s.D);
                           a.lse = lse ? lse + at.lse : nullptr;
                           kernel(a, s, scratch);
                         });
@@ -189,16 +188,14 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
     const Segments seg = make_segments(B, T, ctx->saved_data["lengths"].toIntVector());
     auto shape = make_shape(T, T, D, 0, ctx->saved_data["scale"].toDouble(), cos, sin,
                             ctx->saved_data["interleaved"].toBool());
-    shape.group = H / Hk;
     auto dout = grads[0].contiguous();
     auto dqkv = torch::empty_like(qkv);
     const float *q = qkv.data_ptr<float>(), *op = o.data_ptr<float>(), *dop = dout.data_ptr<float>(),
                 *lp = lse.data_ptr<float>();
     float* dq = dqkv.data_ptr<float>();
     auto kernel = kernels::backward_kernel();
-    for_each_segment_head(seg, Hk, shape, /*backward=*/true,
-                          [&](int64_t b, int64_t g, int64_t h0, const kernels::AttnShape& s, float* scratch) {
-                            const HeadOffsets at(seg, b, g, h0, H, Hk, D);
+    for_each_segment_head(seg, H, Hk, shape, /*backward=*/true,
+                          [&](const HeadOffsets& at, const kernels::AttnShape& s, float* scratch) {
                             kernels::BackwardArgs a{};
                             point_rows(a, at, q, op, H, D);
                             a.dout = dop + at.o;

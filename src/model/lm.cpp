@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <tuple>
 
@@ -85,8 +86,7 @@ ModernLMImpl::ModernLMImpl(const ModelConfig& cfg) : cfg_(cfg), parts_(std::make
 torch::Tensor ModernLMImpl::forward(const torch::Tensor& tokens, KVCache* cache) { return run(tokens, cache, nullptr); }
 
 torch::Tensor ModernLMImpl::forward_packed(const torch::Tensor& tokens, const std::vector<int64_t>& lengths) {
-  int64_t n = 0;
-  for (int64_t len : lengths) n += len > 0 ? len : 0;
+  const int64_t n = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
   if (tokens.dim() != 2 || tokens.size(0) != 1 || lengths.empty() || n != tokens.size(1) ||
       *std::min_element(lengths.begin(), lengths.end()) <= 0)
     throw std::logic_error("forward_packed: tokens must be (1, N) with positive lengths summing to N");

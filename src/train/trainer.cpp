@@ -102,7 +102,10 @@ torch::Tensor row_lengths(const torch::Tensor& targets) {
 MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& targets) {
   const auto last = row_lengths(targets);
   const int64_t* len = last.data_ptr<int64_t>();
-  const int64_t B = inputs.size(0);
+  const int64_t B = inputs.size(0), T = inputs.size(1);
+  const bool full = std::all_of(len, len + B, [&](int64_t n) { return n == T; });  // packed rows: nothing to cut
+  const bool empty = std::all_of(len, len + B, [](int64_t n) { return n == 0; });   // no target at all
+  if (full || empty) return {inputs, targets, {}};
   MicroBatch m;
   std::vector<torch::Tensor> in, tg;
   for (int64_t b = 0; b < B; ++b) {
@@ -111,8 +114,6 @@ MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& 
     in.push_back(inputs[b].narrow(0, 0, len[b]));
     tg.push_back(targets[b].narrow(0, 0, len[b]));
   }
-  const bool uniform = std::all_of(len, len + B, [&](int64_t n) { return n == inputs.size(1); });
-  if (m.lengths.empty() || uniform) return {inputs, targets, {}};
   m.inputs = torch::cat(in).unsqueeze(0);
   m.targets = torch::cat(tg).unsqueeze(0);
   return m;
