@@ -10,31 +10,46 @@ lecture_init 01_ffn "$@"
 probe activations activations
 probe ffn-params ffn_params
 
-slot "$LMX" -q data stats "$ROOT/configs/textbook.yaml" "${TINY[@]}" > "$R/world.txt"
-sweep 01_ffn.yaml ffn ffn_training $(lecture_seeds 0,1)
+# The world's statistics and both training sweeps side by side (their runs share the job slots).
+in_parallel slot "$LMX" -q data stats "$ROOT/configs/textbook.yaml" "${TINY[@]}" > "$R/world.txt"
+in_parallel sweep 01_ffn.yaml ffn ffn_training $(lecture_seeds 0,1)
+in_parallel sweep 01_sparsity.yaml sparsity_lr sparsity_lr $(lecture_seeds 0,1)
+wait_all
+
 # Where the textbook model (the relu point) is off the truth: training split vs test split.
-echo "seed,split,ppl,true_ppl,above_truth_pct" > "$R/textbook_gap.csv"
-for run in "$RUNS"/ffn/runs/*/seed*; do
-  [[ "$(run_point "$run")" == relu ]] || continue
+# Each evaluation and probe writes its own CSV in its run's folder; the tables are put together
+# in run order once all have ended.
+relu_runs=()
+for run in "$RUNS"/ffn/runs/*/seed*; do if [[ "$(run_point "$run")" == relu ]]; then relu_runs+=("$run"); fi; done
+for run in "${relu_runs[@]}"; do
   for split in train test; do
-    slot "$LMX" -q --threads 1 eval "$run/model.safetensors" --split "$split" --csv "$RUNS/gap.tmp.csv" > /dev/null
+    in_parallel slot "$LMX" -q --threads 1 eval "$run/model.safetensors" --split "$split" --csv "$run/gap_$split.csv" > /dev/null
+  done
+done
+# Sparsity of every trained FFN: the 01.3 runs (lr 3e-3) and the higher-lr ReLU runs.
+sparsity_runs=("$RUNS"/ffn/runs/*/seed* "$RUNS"/sparsity_lr/runs/*/seed*)
+for run in "${sparsity_runs[@]}"; do
+  in_parallel slot "$LMX" -q --threads 1 probe sparsity "$run/model.safetensors" --csv "$run/sparsity.csv" > /dev/null
+done
+wait_all
+
+echo "seed,split,ppl,true_ppl,above_truth_pct" > "$R/textbook_gap.csv"
+for run in "${relu_runs[@]}"; do
+  for split in train test; do
     awk -F, -v s="${run##*/seed}" -v sp="$split" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
       NR == 2 { printf "%s,%s,%.4f,%.4f,%.2f\n", s, sp, $c["ppl"], $c["true_ppl"], 100 * ($c["ppl"] / $c["true_ppl"] - 1) }' \
-      "$RUNS/gap.tmp.csv" >> "$R/textbook_gap.csv"
+      "$run/gap_$split.csv" >> "$R/textbook_gap.csv"
   done
 done
 csv_md "$R/textbook_gap.csv" > "$R/textbook_gap.md"
 
-sweep 01_sparsity.yaml sparsity_lr sparsity_lr $(lecture_seeds 0,1)
-# Sparsity of every trained FFN: the 01.3 runs (lr 3e-3) and the higher-lr ReLU runs.
 echo "point,lr,seed,layer,ffn,zero_fraction,dead_neurons,dead_fraction" > "$R/sparsity.csv"
-for run in "$RUNS"/ffn/runs/*/seed* "$RUNS"/sparsity_lr/runs/*/seed*; do
+for run in "${sparsity_runs[@]}"; do
   point="$(run_point "$run")"
   seed="${run##*/seed}"
   lr="$(awk '/^  lr:/ {print $2}' "$run/config.yaml")"
-  slot "$LMX" -q --threads 1 probe sparsity "$run/model.safetensors" --csv "$RUNS/sparsity.tmp.csv" > /dev/null
   awk -F, -v p="$point" -v lr="$lr" -v s="$seed" 'NR > 1 { print p "," lr "," s "," $1 "," $2 "," $5 "," $6 "," $7 }' \
-    "$RUNS/sparsity.tmp.csv" >> "$R/sparsity.csv"
+    "$run/sparsity.csv" >> "$R/sparsity.csv"
 done
 # Mean over seeds per point and layer.
 awk -F, 'NR > 1 { k = $1 "," $2 "," $4; n[k]++; z[k] += $6; d[k] += $7; f[k] += $8; if (!(k in o)) { o[k] = ++m; key[m] = k } }

@@ -50,7 +50,13 @@ if followups; then
   gradnorm_png "$R/gradnorm_normal.csv" "$R/gradnorm_normal.png" "Gradient norm by layer at init (N(0, 0.02^2)): post- vs pre-norm"
 fi
 
-sweep 02_warmup.yaml warmup warmup $(lecture_seeds 0)
+# The training sweeps side by side (their runs share the job slots); the figure after.
+in_parallel sweep 02_warmup.yaml warmup warmup $(lecture_seeds 0)
+# Where OUR post-norm collapses: the warm-up models at 2x, 4x and 8x the lecture's lr.
+if followups; then in_parallel sweep 02_collapse_lr.yaml collapse_lr collapse_lr; fi
+in_parallel sweep 02_norm.yaml layernorm_vs_rmsnorm layernorm_vs_rmsnorm $(lecture_seeds 0,1)
+wait_all
+
 # Figure: validation perplexity during training (seed 0), unigram perplexity for reference.
 unigram="$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "unigram_test_ppl") c = i; next } $c != "" { print $c; exit }' "$R/warmup.csv")"
 {
@@ -64,10 +70,5 @@ unigram="$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "unigram_test_
   done
   echo "${unigram:-0} with lines dt 2 lc rgb 'black' title 'unigram'"
 } | plot_png "$R/warmup_curves.png" "Warm-up: 6-layer models, no clipping (seed 0)"
-
-# Where OUR post-norm collapses: the same models at 2x, 4x and 8x the lecture's lr.
-if followups; then sweep 02_collapse_lr.yaml collapse_lr collapse_lr; fi
-
-sweep 02_norm.yaml layernorm_vs_rmsnorm layernorm_vs_rmsnorm $(lecture_seeds 0,1)
 
 lecture_done

@@ -11,11 +11,16 @@ lecture_init 05_recipe "$@"
 
 ablate=(-q ablate --one-at-a-time --seeds 0 --jobs "$JOBS" --out "$RUNS/ablation")
 ((QUICK)) && ablate+=(--set train.steps=30 --set train.eval_every=0 "${TINY[@]}")
-"$LMX" "${ablate[@]}" > /dev/null
+# The ablation and the sweeps side by side (their runs share the job slots); the tables after.
+in_parallel "$LMX" "${ablate[@]}" > /dev/null
+in_parallel sweep 05_recipes.yaml recipes recipes $(lecture_seeds 0,1,2)
+in_parallel sweep 05_stability.yaml stability stability_summary $(lecture_seeds 0)
+# Follow-up: the stability runs at lr 1e-2, where our post-norm collapses (02_collapse_lr.yaml).
+if followups; then in_parallel sweep 05_stability_lr1e-2.yaml stability-lr1e-2 stability_lr1e-2; fi
+wait_all
 cp "$RUNS/ablation/ablation.csv" "$R/ablation.csv"
 cp "$RUNS/ablation/ablation.md" "$R/ablation.md"
 
-sweep 05_recipes.yaml recipes recipes $(lecture_seeds 0,1,2)
 # KV cache per token for both recipes (one row each, from the first seed's row; bytes: all layers, BF16).
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
                    print "recipe,params,kv_numbers_per_token_per_layer,kv_bytes_per_token_bf16"; next }
@@ -23,7 +28,6 @@ awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
            print $1 "," $c["params"] "," $c["kv_numbers_per_token_per_layer"] "," $c["kv_bytes_per_token_bf16"] }' \
   "$R/recipes.csv" > "$R/kv_per_token.csv"
 
-sweep 05_stability.yaml stability stability_summary $(lecture_seeds 0)
 # Train loss at the first and the last step of each run (metrics.csv: step, epoch, train_loss, ...).
 echo "recipe,seed,first_train_loss,last_train_loss,best_val_ppl,status" > "$R/stability.csv"
 for run in "$RUNS"/stability/runs/*/seed*; do
@@ -47,8 +51,5 @@ csv_md "$R/stability.csv" > "$R/stability.md"
   done
   echo
 } | plot_png "$R/stability_curves.png" "Stability: 6 layers, lr 5e-3, no warm-up, no clipping"
-
-# Follow-up: the same at lr 1e-2, where our post-norm collapses (02_collapse_lr.yaml).
-if followups; then sweep 05_stability_lr1e-2.yaml stability-lr1e-2 stability_lr1e-2; fi
 
 lecture_done

@@ -48,18 +48,14 @@ else
     "$ROOT/lmx" --version > /dev/null
     export LMX_BIN="$ROOT/build/lmx"
   fi
-  slots_dir="$(mktemp -d "${TMPDIR:-/tmp}/lmx-lecture.XXXXXX")"
   pids=()
   cleanup() {
     if ((${#pids[@]})); then kill "${pids[@]}" 2> /dev/null || true; fi
-    rm -rf "$slots_dir"
+    rm -rf "$JOBSERVER_DIR"
   }
+  jobserver_start "$jobs"
   trap cleanup EXIT
   trap 'exit 130' INT TERM
-  export LMX_JOBSERVER="$slots_dir/slots"
-  mkfifo "$LMX_JOBSERVER"
-  exec {slots}<> "$LMX_JOBSERVER"  # held open to the end: the pipe keeps its bytes
-  printf '+%.0s' $(seq "$jobs") >&"$slots"
   for s in "${sections[@]}"; do
     "$here/$s.sh" "${args[@]}" &
     pids+=($!)

@@ -56,10 +56,27 @@ lecture_init() {
   fi
   # Build (or rebuild after source changes) through the launcher; then call the binary.
   [[ -n "${LMX_BIN:-}" ]] || "$ROOT/lmx" --version > /dev/null
+  # A section run alone shares its --jobs slots among its own commands (all.sh's are inherited).
+  if [[ -z "${LMX_JOBSERVER:-}" ]] && ((JOBS > 1)); then
+    jobserver_start "$JOBS"
+    trap 'rm -rf "$JOBSERVER_DIR"' EXIT
+    trap 'exit 130' INT TERM
+  fi
   rm -rf "$RUNS" "$R"
   mkdir -p "$RUNS" "$R"
   SECONDS=0
   echo "== $SECTION: results in $R, runs in $RUNS$( ((QUICK)) && echo ' (quick)')$( ((LECTURE_RUNS)) && echo " (the lecture's runs only)")" >&2
+}
+
+# jobserver_start N: exports LMX_JOBSERVER, a named pipe (in JOBSERVER_DIR, which the caller
+# removes at exit) holding one byte per free job slot, N of them, held open by this shell so that
+# it keeps its bytes. `slot` below and lmx sweep / ablate take their slots from it.
+jobserver_start() {
+  JOBSERVER_DIR="$(mktemp -d "${TMPDIR:-/tmp}/lmx-lecture.XXXXXX")"
+  export LMX_JOBSERVER="$JOBSERVER_DIR/slots"
+  mkfifo "$LMX_JOBSERVER"
+  exec {JOBSERVER_FD}<> "$LMX_JOBSERVER"
+  printf '+%.0s' $(seq "$1") >&"$JOBSERVER_FD"
 }
 
 # run_mode: full, quick, lecture-runs or "lecture-runs, quick" (for the wall-time records).
@@ -104,9 +121,11 @@ lecture_done() {
     echo "scheduler: $([[ -n "${LMX_JOBSERVER:-}" ]] && echo "all sections at once, $JOBS shared slots (all.sh)" || echo "this section alone")"
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
-    echo "blas: $("$LMX" --version | sed -n 's/^BLAS kernels //p')"
-    echo "gemm: $("$LMX" --version | sed -n "s/^linear layers' GEMMs //p")"
-    echo "lmx: $("$LMX" --version | head -1)"
+    local version
+    version="$("$LMX" --version)"  # once: each lmx process spends ~0.5 s loading LibTorch
+    echo "blas: $(sed -n 's/^BLAS kernels //p' <<< "$version")"
+    echo "gemm: $(sed -n "s/^linear layers' GEMMs //p" <<< "$version")"
+    echo "lmx: $(head -1 <<< "$version")"
     echo "commit: $(source_commit "$LMX")"
   } > "$R/wall_time.txt"
   echo "== $SECTION done in ${SECONDS}s" >&2
