@@ -233,6 +233,29 @@ TEST_CASE("evaluate (length-sorted batches) matches a loop over documents one at
   CHECK(e.near_acc == Approx(acc.near()).epsilon(1e-12));
 }
 
+TEST_CASE("an Evaluation prepared once and run again after the weights changed is a fresh evaluate", "[train]") {
+  // A training run prepares its validation rows, truth and pronoun sites once: nothing of the
+  // model may be kept in them.
+  Config cfg = resolve_for_corpus(small_config(), small_corpus());
+  torch::manual_seed(5);
+  ModernLM model(cfg.model);
+  const EvalOptions opt = eval_options(cfg, data::Split::Val);
+  const Evaluation prepared(model, small_corpus(), opt);
+  const EvalResult before = prepared.run(model);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) p.add_(torch::randn_like(p) * 0.05);
+  }
+  const EvalResult again = prepared.run(model), fresh = evaluate(model, small_corpus(), opt);
+  CHECK(again.loss != before.loss);
+  CHECK(again.tokens == fresh.tokens);
+  CHECK(again.loss == fresh.loss);  // bitwise: the same batches, the same sums in the same order
+  CHECK(again.true_nll == fresh.true_nll);
+  CHECK(again.far_sites == fresh.far_sites);
+  CHECK(again.far_acc == fresh.far_acc);
+  CHECK(again.near_acc == fresh.near_acc);
+}
+
 TEST_CASE("a NaN loss marks the run diverged at its step", "[train]") {
   TempDir dir;
   Config cfg = small_config();

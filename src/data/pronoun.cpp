@@ -72,14 +72,19 @@ void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc,
 
 void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
                        const torch::Tensor& logits) {
+  add_pronoun_sites(acc, truth.pronoun_sites(doc), truth.pronouns(), window, logits);
+}
+
+void add_pronoun_sites(PronounAccuracy& acc, const std::vector<PronounSite>& sites,
+                       const std::vector<int32_t>& candidates, int window, const torch::Tensor& logits) {
   TORCH_CHECK(logits.dim() == 2, "add_pronoun_sites: logits must be (T, V)");
-  const auto candidates = truth.pronouns();
+  if (sites.empty()) return;
   std::vector<int64_t> ids(candidates.begin(), candidates.end());
-  auto picked = logits.detach().to(torch::kCPU, torch::kDouble)
-                    .index_select(1, torch::tensor(ids, torch::kLong)).contiguous();  // (T, P)
+  auto picked = logits.detach().to(torch::kCPU)
+                    .index_select(1, torch::tensor(ids, torch::kLong)).to(torch::kDouble).contiguous();  // (T, P)
   const int64_t T = picked.size(0), P = picked.size(1);
   const double* data = picked.data_ptr<double>();
-  for (const auto& site : truth.pronoun_sites(doc)) {
+  for (const auto& site : sites) {
     int64_t t = site.pos - 1;
     if (t >= T) continue;
     std::vector<double> scores(data + t * P, data + (t + 1) * P);

@@ -56,6 +56,10 @@ void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc,
                        const std::vector<std::vector<double>>& rows);
 void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
                        const torch::Tensor& logits);
+// The same with the document's sites (truth.pronoun_sites(doc)) and the candidates
+// (truth.pronouns()) found before: an evaluation repeated during training finds them once.
+void add_pronoun_sites(PronounAccuracy& acc, const std::vector<PronounSite>& sites,
+                       const std::vector<int32_t>& candidates, int window, const torch::Tensor& logits);
 
 // Baselines without a model: the pronoun of the FIRST (first = true) or of the NEAREST gendered
 // noun of the sentence so far (a sentence starts after <bos> or a `boundaries` token such as

@@ -39,17 +39,21 @@ int64_t targets_beyond(const std::vector<data::Doc>& docs, int trained_len) {
   return n;
 }
 
-namespace {
-
 // The rows of one evaluation: the split's documents in the layout, their true log-probs, and
 // the batches (rows of similar length together: far less padding in the doc layout).
-struct EvalRows {
+struct Evaluation::Rows {
   std::vector<data::Doc> docs;
   data::Rows rows;
   std::vector<std::vector<double>> truth;  // truth[r][t]: true log p of rows[r][t + 1] (empty without a truth)
   std::vector<std::vector<size_t>> batches;
   bool pronoun_rows = false;  // doc layout with every document in one row: pronoun agreement is scored
+  std::vector<std::vector<data::PronounSite>> sites;  // with pronoun_rows: each document's sites
+  std::vector<int32_t> pronouns;                      // the candidates
 };
+
+namespace {
+
+using EvalRows = Evaluation::Rows;
 
 EvalRows eval_rows(const ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt) {
   EvalRows e;
@@ -66,6 +70,10 @@ EvalRows eval_rows(const ModernLM& model, const data::Corpus& corpus, const Eval
   if (truth) e.truth = data::row_true_logprobs(*truth, e.docs, opt.layout, seq_len);
   e.batches = data::length_sorted_batches(e.rows, opt.batch_size);
   e.pronoun_rows = !packed && truth && e.rows.rows.size() == e.docs.size();
+  if (e.pronoun_rows) {
+    e.pronouns = truth->pronouns();
+    for (const auto& doc : e.docs) e.sites.push_back(truth->pronoun_sites(doc));
+  }
   return e;
 }
 
@@ -113,7 +121,7 @@ void add_eval_batch(EvalResult& r, EvalSums& sums, const torch::Tensor& logits, 
       }
     }
     if (e.pronoun_rows)  // row `row` is document `row`; target t is doc[t + 1]
-      data::add_pronoun_sites(sums.pronoun, *truth, e.docs[row], pronoun_window, logits[i]);
+      data::add_pronoun_sites(sums.pronoun, e.sites[row], e.pronouns, pronoun_window, logits[i]);
   }
 }
 
@@ -142,11 +150,18 @@ void finish_eval(EvalResult& r, const EvalSums& sums) {
 
 }  // namespace
 
-EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt) {
+Evaluation::Evaluation(const ModernLM& model, const data::Corpus& corpus, EvalOptions opt)
+    : corpus_(&corpus), opt_(std::move(opt)), rows_(std::make_unique<Rows>(eval_rows(model, corpus, opt_))) {}
+Evaluation::~Evaluation() = default;
+Evaluation::Evaluation(Evaluation&&) noexcept = default;
+Evaluation& Evaluation::operator=(Evaluation&&) noexcept = default;
+
+EvalResult Evaluation::run(ModernLM& model) const {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
-  const EvalRows e = eval_rows(model, corpus, opt);
+  const EvalRows& e = *rows_;
+  const EvalOptions& opt = opt_;
   EvalResult r;
   std::vector<int> starts = opt.by_position;
   std::sort(starts.begin(), starts.end());
@@ -157,18 +172,22 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
   EvalSums sums;
   const torch::Device device = model->parameters().front().device();  // cpu or cuda
   for (const auto& indices : e.batches) {
-    const data::Batch b = data::rows_batch(e.rows, indices, corpus.vocab.pad);
+    const data::Batch b = data::rows_batch(e.rows, indices, corpus_->vocab.pad);
     torch::Tensor logits;
     {
       AutocastGuard autocast(opt.precision, device.type());
       logits = model->forward(b.inputs.to(device));  // (B, T, V)
     }
     logits = logits.to(torch::kCPU, torch::kFloat32);  // no copy for fp32 on the CPU
-    add_eval_batch(r, sums, logits, b, indices, e, corpus.truth.get(), trained_len, opt.pronoun_window);
+    add_eval_batch(r, sums, logits, b, indices, e, corpus_->truth.get(), trained_len, opt.pronoun_window);
   }
   finish_eval(r, sums);
   if (was_training) model->train();
   return r;
+}
+
+EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt) {
+  return Evaluation(model, corpus, opt).run(model);
 }
 
 }  // namespace lmx

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "config/config.h"
@@ -57,6 +58,25 @@ struct EvalResult {
 };
 
 EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt);
+
+// One split's evaluation prepared once: its rows and batches, the truth's log-probs and the
+// pronoun sites depend on the corpus, the options and the model's max_seq_len only, so a
+// training run finds them once and evaluates the model on them at every validation.
+class Evaluation {
+ public:
+  Evaluation(const ModernLM& model, const data::Corpus& corpus, EvalOptions opt);
+  ~Evaluation();
+  Evaluation(Evaluation&&) noexcept;
+  Evaluation& operator=(Evaluation&&) noexcept;
+  EvalResult run(ModernLM& model) const;  // what evaluate(model, corpus, opt) returns
+  const EvalOptions& options() const { return opt_; }
+  struct Rows;  // (evaluate.cpp)
+
+ private:
+  const data::Corpus* corpus_;
+  EvalOptions opt_;
+  std::unique_ptr<Rows> rows_;
+};
 
 // How a training run evaluates a split of its config: the training layout (packed rows of
 // seq_len, or whole documents), batch max(batch_size, 32), the config's pronoun window, and

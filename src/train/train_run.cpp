@@ -57,6 +57,7 @@ struct Training {
   double seconds_before = 0;     // training seconds before this process resumed the run
   std::optional<CsvAppender> metrics;  // rank 0
   EvalOptions val_opt, test_opt;
+  std::optional<Evaluation> val_eval;  // built at the first validation, reused by the later ones
   RunResult res;
 };
 
@@ -271,7 +272,8 @@ void count_step_loss(Training& tr, int64_t step, const StepResult& sr) {
 std::pair<std::string, std::string> validate_if_due(Training& tr, int64_t step, double train_loss) {
   const int eval_every = tr.cfg.train.eval_every;
   if (step + 1 != tr.total && !(eval_every > 0 && (step + 1) % eval_every == 0)) return {};
-  EvalResult v = evaluate(tr.model, tr.corpus, tr.val_opt);
+  if (!tr.val_eval) tr.val_eval.emplace(tr.model, tr.corpus, tr.val_opt);
+  EvalResult v = tr.val_eval->run(tr.model);
   tr.res.final_val_ppl = v.ppl;
   if (std::isnan(tr.res.best_val_ppl) || v.ppl < tr.res.best_val_ppl) tr.res.best_val_ppl = v.ppl;
   log::info("train", "seed {} step {}/{}: train loss {:.4f}, val loss {:.4f}, val ppl {:.3f}", tr.opt.seed, step + 1,
