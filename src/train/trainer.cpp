@@ -11,7 +11,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
+#include <vector>
 
 #include "data/batch.h"
 #include "data/tokenizer.h"
@@ -91,39 +93,55 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
 
 namespace {
 
-// Each row's length: up to its last target that counts (doc layout pads at the end); (B) on the CPU.
-torch::Tensor row_lengths(const torch::Tensor& targets) {
-  auto counts = targets.ne(data::kIgnore).to(torch::kInt64);
-  return (counts * torch::arange(1, targets.size(1) + 1, counts.options())).amax(1).to(torch::kCPU).contiguous();
+// Each row's length: up to its last target that counts (doc layout pads at the end). targets:
+// (B, T) int64 on the CPU, contiguous (the batcher's).
+std::vector<int64_t> row_lengths(const torch::Tensor& targets) {
+  const int64_t B = targets.size(0), T = targets.size(1);
+  const int64_t* tg = targets.data_ptr<int64_t>();
+  std::vector<int64_t> len(B, 0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = T; t > 0; --t)
+      if (tg[b * T + t - 1] != data::kIgnore) {
+        len[b] = t;
+        break;
+      }
+  return len;
 }
 
 }  // namespace
 
 MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& targets) {
-  const auto last = row_lengths(targets);
-  const int64_t* len = last.data_ptr<int64_t>();
-  const int64_t B = inputs.size(0), T = inputs.size(1);
-  const bool full = std::all_of(len, len + B, [&](int64_t n) { return n == T; });  // packed rows: nothing to cut
-  const bool empty = std::all_of(len, len + B, [](int64_t n) { return n == 0; });   // no target at all
+  const torch::Tensor in = inputs.to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor tg = targets.to(torch::kCPU, torch::kInt64).contiguous();
+  const std::vector<int64_t> len = row_lengths(tg);
+  const int64_t B = in.size(0), T = in.size(1);
+  const bool full = std::all_of(len.begin(), len.end(), [&](int64_t n) { return n == T; });  // packed rows: nothing to cut
+  const bool empty = std::all_of(len.begin(), len.end(), [](int64_t n) { return n == 0; });   // no target at all
   if (full || empty) return {inputs, targets, {}};
   MicroBatch m;
-  std::vector<torch::Tensor> in, tg;
-  for (int64_t b = 0; b < B; ++b) {
-    if (len[b] == 0) continue;
-    m.lengths.push_back(len[b]);
-    in.push_back(inputs[b].narrow(0, 0, len[b]));
-    tg.push_back(targets[b].narrow(0, 0, len[b]));
+  for (int64_t n : len)
+    if (n > 0) m.lengths.push_back(n);
+  const int64_t N = std::accumulate(m.lengths.begin(), m.lengths.end(), int64_t{0});
+  m.inputs = torch::empty({1, N}, in.options());
+  m.targets = torch::empty({1, N}, tg.options());
+  // Each row's first len[b] tokens, end to end (plain copies: a step cuts ~30 rows, and a
+  // LibTorch slice per row cost more than the copying).
+  int64_t* mi = m.inputs.data_ptr<int64_t>();
+  int64_t* mt = m.targets.data_ptr<int64_t>();
+  const int64_t *pi = in.data_ptr<int64_t>(), *pt = tg.data_ptr<int64_t>();
+  for (int64_t b = 0, at = 0; b < B; at += len[b], ++b) {
+    std::copy_n(pi + b * T, len[b], mi + at);
+    std::copy_n(pt + b * T, len[b], mt + at);
   }
-  m.inputs = torch::cat(in).unsqueeze(0);
-  m.targets = torch::cat(tg).unsqueeze(0);
+  m.inputs = m.inputs.to(inputs.device());
+  m.targets = m.targets.to(targets.device());
   return m;
 }
 
 std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t size) {
   const int64_t B = inputs.size(0);
   if (size <= 0 || size >= B) return {{inputs, targets, {}}};
-  const auto last = row_lengths(targets);
-  const int64_t* len = last.data_ptr<int64_t>();
+  const std::vector<int64_t> len = row_lengths(targets.to(torch::kCPU, torch::kInt64).contiguous());
   std::vector<int64_t> order(B);
   for (int64_t i = 0; i < B; ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len[a] < len[b]; });
