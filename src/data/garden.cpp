@@ -28,19 +28,21 @@ namespace {
 struct Path {
   std::vector<Symbol> stack;
   double p;
-  int bind;            // gender the first word binds (-1: none)
-  std::string choice;  // the last choice taken, for ambiguity messages
+  int bind;                   // gender the first word binds (-1: none)
+  const std::string* choice;  // the last choice taken, for ambiguity messages (the grammar's, not copied)
 };
+
+const std::string kStart = "start";
 
 }  // namespace
 
 std::vector<Garden::Next> Garden::next(const State& state) const {
   std::vector<Next> out;
   if (state.done) return out;
-  std::vector<std::string> origin;  // origin[k]: the choice that produced out[k]
+  std::vector<const std::string*> origin;  // origin[k]: the choice that produced out[k]
 
   // Depth-first over every choice until each path reaches a word (or the end: <eos>).
-  std::vector<Path> frontier{{state.stack, 1.0, -1, "start"}};
+  std::vector<Path> frontier{{state.stack, 1.0, -1, &kStart}};
   while (!frontier.empty()) {
     Path path = std::move(frontier.back());
     frontier.pop_back();
@@ -58,7 +60,7 @@ std::vector<Garden::Next> Garden::next(const State& state) const {
       if (top.kind == Symbol::Rule) {
         const Rule& rule = g_.rules[top.id];
         for (const Choice& c : rule.choices) {
-          Path p{path.stack, path.p * c.p, c.bind >= 0 ? c.bind : path.bind, c.where};
+          Path p{path.stack, path.p * c.p, c.bind >= 0 ? c.bind : path.bind, &c.where};
           p.stack.insert(p.stack.end(), c.seq.rbegin(), c.seq.rend());
           frontier.push_back(std::move(p));
         }
@@ -69,7 +71,7 @@ std::vector<Garden::Next> Garden::next(const State& state) const {
       } else {
         if (state.bound < 0)
           throw InputError(fmt::format("{}: ${} is used before any @gender choice bound a subject ({})", g_.source,
-                                       g_.slots[top.id], path.choice));
+                                       g_.slots[top.id], *path.choice));
         n.token = g_.forms[top.id][state.bound];
         n.distance = state.pos - state.bound_pos;
       }
@@ -79,7 +81,7 @@ std::vector<Garden::Next> Garden::next(const State& state) const {
     for (size_t k = 0; k < out.size(); ++k)
       if (out[k].token == n.token)
         throw InputError(fmt::format("{}: the grammar is ambiguous: '{}' can come from two choices ({} and {})",
-                                     g_.source, g_.vocab.words[n.token], origin[k], path.choice),
+                                     g_.source, g_.vocab.words[n.token], *origin[k], *path.choice),
                          "every possible next word must come from exactly one choice");
     out.push_back(std::move(n));
     origin.push_back(path.choice);
