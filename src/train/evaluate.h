@@ -61,7 +61,8 @@ EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptio
 
 // One split's evaluation prepared once: its rows and batches, the truth's log-probs and the
 // pronoun sites depend on the corpus, the options and the model's max_seq_len only, so a
-// training run finds them once and evaluates the model on them at every validation.
+// training run finds them once and evaluates the model on them at every validation. The
+// corpus must outlive it.
 class Evaluation {
  public:
   Evaluation(const ModernLM& model, const data::Corpus& corpus, EvalOptions opt);
@@ -69,7 +70,6 @@ class Evaluation {
   Evaluation(Evaluation&&) noexcept;
   Evaluation& operator=(Evaluation&&) noexcept;
   EvalResult run(ModernLM& model) const;  // what evaluate(model, corpus, opt) returns
-  const EvalOptions& options() const { return opt_; }
   struct Rows;  // (evaluate.cpp)
 
  private:
