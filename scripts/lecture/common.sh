@@ -57,6 +57,8 @@ lecture_init() {
   # Build (or rebuild after source changes) through the launcher; then call the binary.
   [[ -n "${LMX_BIN:-}" ]] || "$ROOT/lmx" --version > /dev/null
   # A section run alone shares its --jobs slots among its own commands (all.sh's are inherited).
+  SCHEDULER="this section alone"
+  [[ -n "${LMX_JOBSERVER:-}" ]] && SCHEDULER="all sections at once, $JOBS shared slots (all.sh)"
   if [[ -z "${LMX_JOBSERVER:-}" ]] && ((JOBS > 1)); then
     jobserver_start "$JOBS"
     trap 'rm -rf "$JOBSERVER_DIR"' EXIT
@@ -118,7 +120,7 @@ lecture_done() {
     echo "wall_s: $SECONDS"
     echo "jobs: $JOBS"
     # all.sh runs the sections at once, sharing --jobs slots (the wall time overlaps theirs).
-    echo "scheduler: $([[ -n "${LMX_JOBSERVER:-}" ]] && echo "all sections at once, $JOBS shared slots (all.sh)" || echo "this section alone")"
+    echo "scheduler: $SCHEDULER"
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
     local version

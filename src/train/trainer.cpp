@@ -93,11 +93,12 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
 
 namespace {
 
-// Each row's length: up to its last target that counts (doc layout pads at the end). targets:
-// (B, T) int64 on the CPU, contiguous (the batcher's).
+// Each row's length: up to its last target that counts (doc layout pads at the end) of (B, T)
+// targets (the batcher's are int64 on the CPU: no copy).
 std::vector<int64_t> row_lengths(const torch::Tensor& targets) {
-  const int64_t B = targets.size(0), T = targets.size(1);
-  const int64_t* tg = targets.data_ptr<int64_t>();
+  const torch::Tensor cpu = targets.to(torch::kCPU, torch::kInt64).contiguous();
+  const int64_t B = cpu.size(0), T = cpu.size(1);
+  const int64_t* tg = cpu.data_ptr<int64_t>();
   std::vector<int64_t> len(B, 0);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = T; t > 0; --t)
@@ -141,7 +142,7 @@ MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& 
 std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t size) {
   const int64_t B = inputs.size(0);
   if (size <= 0 || size >= B) return {{inputs, targets, {}}};
-  const std::vector<int64_t> len = row_lengths(targets.to(torch::kCPU, torch::kInt64).contiguous());
+  const std::vector<int64_t> len = row_lengths(targets);
   std::vector<int64_t> order(B);
   for (int64_t i = 0; i < B; ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len[a] < len[b]; });
