@@ -4,7 +4,7 @@
 // layer (every sequence and KV head, 1 thread), the two sides alternating, min / first
 // quartile / median ms; and whether o, lse and dqkv are the same bits (a change that only
 // moves data or reorders independent work must keep them).
-//   attention_kernel_ab ITERS generic|avx2
+//   attention_kernel_ab ITERS generic|avx2|avx512
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -119,8 +119,8 @@ double quantile(std::vector<double> v, double q) {
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::atoi(argv[1]) : 100;
   const std::string isa = argc > 2 ? argv[2] : "avx2";
-  const ForwardFn fwd = isa == "generic" ? &generic::forward : &avx2::forward;
-  const BackwardFn bwd = isa == "generic" ? &generic::backward : &avx2::backward;
+  const ForwardFn fwd = isa == "generic" ? &generic::forward : isa == "avx512" ? &avx512::forward : &avx2::forward;
+  const BackwardFn bwd = isa == "generic" ? &generic::backward : isa == "avx512" ? &avx512::backward : &avx2::backward;
   // textbook and llama at lmx bench's B=32 T=64, and two wider heads.
   const std::vector<Shape> shapes = {{32, 64, 4, 4, 16, false}, {32, 64, 4, 2, 16, true},
                                      {8, 128, 4, 4, 32, true}, {8, 256, 8, 8, 64, false}};

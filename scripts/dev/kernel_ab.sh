@@ -3,7 +3,8 @@
 # HEAD), forward + backward of one layer per shape, interleaved, with a bit-for-bit comparison of
 # the outputs (scripts/dev/attention_kernel_ab.cpp). No LibTorch: builds in seconds. Exit 3 when
 # the outputs differ (a change that rounds differently needs the lecture rerun, docs/PERFORMANCE.md).
-#   scripts/dev/kernel_ab.sh [--ref COMMIT] [--iters N] [--generic]
+#   scripts/dev/kernel_ab.sh [--ref COMMIT] [--iters N] [--generic | --avx512]
+# --avx512 times the working tree's AVX-512 variant against the reference's AVX2 one.
 # Time it with the machine otherwise idle; OPENBLAS_CORETYPE does not matter here (no BLAS).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,7 +14,8 @@ while [[ $# -gt 0 ]]; do
     --ref) ref="$2"; shift 2 ;;
     --iters) iters="$2"; shift 2 ;;
     --generic) isa=generic; shift ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --avx512) isa=avx512; shift ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "kernel_ab.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -23,12 +25,14 @@ mkdir -p "$tmp/ref"
 git archive "$ref" src/model | tar -x -C "$tmp/ref" || { echo "kernel_ab.sh: no commit '$ref'" >&2; exit 2; }
 flags="-O3 -DNDEBUG -std=gnu++17 -Wno-psabi"
 isa_flags=""
-[[ $isa == avx2 ]] && isa_flags="-mavx2 -mfma"
+[[ $isa != generic ]] && isa_flags="-mavx2 -mfma"
 printf '#define LMX_KERNEL_NS ref\n#include "model/attention_kernels_impl.h"\n' > "$tmp/ref.cpp"
 g++ $flags $isa_flags -I"$tmp/ref/src" -c "$tmp/ref.cpp" -o "$tmp/ref.o"
 g++ $flags -Isrc -c src/model/attention_kernels_generic.cpp -o "$tmp/generic.o"
 g++ $flags -mavx2 -mfma -Isrc -c src/model/attention_kernels_avx2.cpp -o "$tmp/avx2.o"
+g++ $flags -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx2 -mfma -mprefer-vector-width=256 -Isrc \
+  -c src/model/attention_kernels_avx512.cpp -o "$tmp/avx512.o"
 g++ $flags -Isrc -c scripts/dev/attention_kernel_ab.cpp -o "$tmp/ab.o"
-g++ "$tmp/ab.o" "$tmp/ref.o" "$tmp/generic.o" "$tmp/avx2.o" -o "$tmp/ab"
+g++ "$tmp/ab.o" "$tmp/ref.o" "$tmp/generic.o" "$tmp/avx2.o" "$tmp/avx512.o" -o "$tmp/ab"
 echo "ref: $(git rev-parse --short "$ref") ($ref); new: the working tree$(git diff --quiet -- src/model || echo ' (modified)')"
 "$tmp/ab" "$iters" "$isa"

@@ -8,6 +8,8 @@
 
 #include "cli/app.h"
 #include "dist/dist.h"
+#include "model/attention_kernels.h"
+#include "model/fused_attention.h"
 #include "model/gemm.h"
 #include "model/registry.h"
 #include "util/error.h"
@@ -36,6 +38,8 @@ void print_version() {
             << (blas.core.empty() ? "" : fmt::format("BLAS kernels {}\n", blas.core_label()))
             << (blas.core_note().empty() ? "" : fmt::format("note: {}\n", blas.core_note()))
             << fmt::format("linear layers' GEMMs {}\n", lmx::gemm::describe())
+            << fmt::format("fused kernels {}{}\n", lmx::kernels::kernel_isa(),
+                           lmx::fused_attention_enabled() ? "" : " (off: LMX_FUSED_ATTENTION=0)")
             << fmt::format("bf16 on the CPU {}\n", lmx::gemm::bf16_unavailable().empty()
                                                      ? "oneDNN bf16 GEMMs (AVX512-BF16), float32 accumulation"
                                                      : "LibTorch's autocast: " + lmx::gemm::bf16_unavailable())

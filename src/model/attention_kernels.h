@@ -1,6 +1,7 @@
 // Raw-pointer kernels of the fused causal attention (model/fused_attention.h), free of
-// LibTorch so they can be compiled once per instruction set (attention_kernels_avx2.cpp with
-// -mavx2 -mfma, attention_kernels_generic.cpp for any x86-64) and picked at run time.
+// LibTorch so they can be compiled once per instruction set (attention_kernels_avx512.cpp,
+// attention_kernels_avx2.cpp with -mavx2 -mfma, attention_kernels_generic.cpp for any x86-64)
+// and picked at run time.
 //
 // One call handles one sequence b and one KV head g with its `group` query heads (GQA: H/Hk).
 // Rows are strided: query row i of group head r is q + r*q_sh + i*q_st, key row j is
@@ -92,32 +93,32 @@ struct CrossEntropyArgs {
 using CrossEntropyFn = void (*)(const CrossEntropyArgs&, int64_t begin, int64_t end);
 CrossEntropyFn cross_entropy_kernel();
 
-// The best variant for this CPU (AVX2+FMA when available).
+// The best variant for this CPU: AVX-512 (16-float register tiles in the attention kernels),
+// AVX2+FMA, or SSE2; LMX_KERNEL_ISA=avx2 or sse2 caps the choice (for A/B timing). The AVX-512
+// and AVX2 variants compute every value in the same order: the same bits.
 ForwardFn forward_kernel();
 BackwardFn backward_kernel();
-const char* kernel_isa();
+const char* kernel_isa();  // "avx512", "avx2+fma" or "sse2": the variant in use
+// The variant LMX_KERNEL_ISA=cap would pick on this CPU (null: none set); throws InputError
+// for a value other than avx512, avx2 or sse2.
+const char* kernel_isa_capped(const char* cap);
 
-namespace avx2 {
-void forward(const ForwardArgs&, const AttnShape&, float*);
-void backward(const BackwardArgs&, const AttnShape&, float*);
-void swiglu_forward(const float*, int64_t, int64_t, float*);
-void swiglu_backward(const float*, const float*, int64_t, int64_t, float*);
-void layernorm_forward(const NormArgs&, int64_t, int64_t);
-void rmsnorm_forward(const NormArgs&, int64_t, int64_t);
-void layernorm_backward(const NormGradArgs&, int64_t, int64_t);
-void rmsnorm_backward(const NormGradArgs&, int64_t, int64_t);
-void cross_entropy(const CrossEntropyArgs&, int64_t, int64_t);
-}  // namespace avx2
-namespace generic {
-void forward(const ForwardArgs&, const AttnShape&, float*);
-void backward(const BackwardArgs&, const AttnShape&, float*);
-void swiglu_forward(const float*, int64_t, int64_t, float*);
-void swiglu_backward(const float*, const float*, int64_t, int64_t, float*);
-void layernorm_forward(const NormArgs&, int64_t, int64_t);
-void rmsnorm_forward(const NormArgs&, int64_t, int64_t);
-void layernorm_backward(const NormGradArgs&, int64_t, int64_t);
-void rmsnorm_backward(const NormGradArgs&, int64_t, int64_t);
-void cross_entropy(const CrossEntropyArgs&, int64_t, int64_t);
-}  // namespace generic
+// Every variant's entry points, declared once per namespace.
+#define LMX_KERNEL_VARIANT(ns)                                                  \
+  namespace ns {                                                                \
+  void forward(const ForwardArgs&, const AttnShape&, float*);                   \
+  void backward(const BackwardArgs&, const AttnShape&, float*);                 \
+  void swiglu_forward(const float*, int64_t, int64_t, float*);                  \
+  void swiglu_backward(const float*, const float*, int64_t, int64_t, float*);   \
+  void layernorm_forward(const NormArgs&, int64_t, int64_t);                    \
+  void rmsnorm_forward(const NormArgs&, int64_t, int64_t);                      \
+  void layernorm_backward(const NormGradArgs&, int64_t, int64_t);               \
+  void rmsnorm_backward(const NormGradArgs&, int64_t, int64_t);                 \
+  void cross_entropy(const CrossEntropyArgs&, int64_t, int64_t);                \
+  }
+LMX_KERNEL_VARIANT(avx512)
+LMX_KERNEL_VARIANT(avx2)
+LMX_KERNEL_VARIANT(generic)
+#undef LMX_KERNEL_VARIANT
 
 }  // namespace lmx::kernels

@@ -5,6 +5,12 @@
 #include "model/norm_kernels_impl.h"
 #include "model/swiglu_kernels_impl.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "util/error.h"
+
 namespace lmx::kernels {
 
 int64_t forward_scratch(const AttnShape& s) {
@@ -17,48 +23,97 @@ int64_t backward_scratch(const AttnShape& s) {
 }
 
 namespace {
-bool has_avx2() {
+
+enum class Isa { sse2, avx2, avx512 };
+
+// The widest variant this CPU runs.
+Isa cpu_isa() {
+  Isa cpu = Isa::sse2;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) cpu = Isa::avx2;
+  if (cpu == Isa::avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+    cpu = Isa::avx512;
 #endif
+  return cpu;
 }
+
+// This CPU's widest variant capped by cap (an LMX_KERNEL_ISA value; null or empty: no cap).
+Isa capped(const char* cap_in) {
+  const Isa cpu = cpu_isa();
+  const std::string cap = cap_in ? cap_in : "";
+  if (cap.empty() || cap == "avx512") return cpu;
+  if (cap == "avx2") return std::min(cpu, Isa::avx2);
+  if (cap == "sse2") return Isa::sse2;
+  throw InputError("LMX_KERNEL_ISA=" + cap + ": expected avx512, avx2 or sse2",
+                   "unset it for the widest kernels this CPU runs");
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return "avx512";
+    case Isa::avx2: return "avx2+fma";
+    case Isa::sse2: break;
+  }
+  return "sse2";
+}
+
+Isa isa() {
+  static const Isa chosen = capped(std::getenv("LMX_KERNEL_ISA"));
+  return chosen;
+}
+
+// The variant's entry point: f512, f2 or fgen by isa().
+template <class F>
+F pick(F f512, F f2, F fgen) {
+  switch (isa()) {
+    case Isa::avx512: return f512;
+    case Isa::avx2: return f2;
+    case Isa::sse2: break;
+  }
+  return fgen;
+}
+
 }  // namespace
 
 ForwardFn forward_kernel() {
-  static const ForwardFn fn = has_avx2() ? &avx2::forward : &generic::forward;
+  static const ForwardFn fn = pick<ForwardFn>(&avx512::forward, &avx2::forward, &generic::forward);
   return fn;
 }
 
 BackwardFn backward_kernel() {
-  static const BackwardFn fn = has_avx2() ? &avx2::backward : &generic::backward;
+  static const BackwardFn fn = pick<BackwardFn>(&avx512::backward, &avx2::backward, &generic::backward);
   return fn;
 }
 
 SwigluForwardFn swiglu_forward_kernel() {
-  static const SwigluForwardFn fn = has_avx2() ? &avx2::swiglu_forward : &generic::swiglu_forward;
+  static const SwigluForwardFn fn =
+      pick<SwigluForwardFn>(&avx512::swiglu_forward, &avx2::swiglu_forward, &generic::swiglu_forward);
   return fn;
 }
 
 SwigluBackwardFn swiglu_backward_kernel() {
-  static const SwigluBackwardFn fn = has_avx2() ? &avx2::swiglu_backward : &generic::swiglu_backward;
+  static const SwigluBackwardFn fn =
+      pick<SwigluBackwardFn>(&avx512::swiglu_backward, &avx2::swiglu_backward, &generic::swiglu_backward);
   return fn;
 }
 
 const NormKernels& norm_kernels() {
-  static const NormKernels k = has_avx2() ? NormKernels{&avx2::layernorm_forward, &avx2::rmsnorm_forward,
-                                                        &avx2::layernorm_backward, &avx2::rmsnorm_backward}
-                                          : NormKernels{&generic::layernorm_forward, &generic::rmsnorm_forward,
-                                                        &generic::layernorm_backward, &generic::rmsnorm_backward};
+  static const NormKernels k = pick<NormKernels>(
+      {&avx512::layernorm_forward, &avx512::rmsnorm_forward, &avx512::layernorm_backward, &avx512::rmsnorm_backward},
+      {&avx2::layernorm_forward, &avx2::rmsnorm_forward, &avx2::layernorm_backward, &avx2::rmsnorm_backward},
+      {&generic::layernorm_forward, &generic::rmsnorm_forward, &generic::layernorm_backward,
+       &generic::rmsnorm_backward});
   return k;
 }
 
 CrossEntropyFn cross_entropy_kernel() {
-  static const CrossEntropyFn fn = has_avx2() ? &avx2::cross_entropy : &generic::cross_entropy;
+  static const CrossEntropyFn fn = pick<CrossEntropyFn>(&avx512::cross_entropy, &avx2::cross_entropy,
+                                                        &generic::cross_entropy);
   return fn;
 }
 
-const char* kernel_isa() { return has_avx2() ? "avx2+fma" : "sse2"; }
+const char* kernel_isa() { return isa_name(isa()); }
+const char* kernel_isa_capped(const char* cap) { return isa_name(capped(cap)); }
 
 }  // namespace lmx::kernels

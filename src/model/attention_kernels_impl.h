@@ -22,13 +22,34 @@ namespace lmx::kernels::LMX_KERNEL_NS {
 
 namespace {
 
-// A 4 × 16 register tile: row r's columns 0-7 in c[r], 8-15 in e[r]. Eight independent
-// accumulators keep both FMA pipes busy (four leave them waiting on the FMA latency).
+// A 4 × 16 register tile: add() accumulates x_r · p[0, 16) into row r; lo(r) and hi(r) are
+// row r's columns 0-7 and 8-15. With AVX-512 one 16-float vector per row (half the FMAs and
+// loads), else two 8-float ones; each element's sum runs in the same order either way (the
+// same bits). Eight 8-float accumulators keep both FMA pipes busy (four leave them waiting on
+// the FMA latency).
+#if defined(__AVX512F__)
+struct Tile4x16 {
+  v16f a[4] = {};
+  inline __attribute__((always_inline)) void add(float x0, float x1, float x2, float x3, const float* p) {
+    const v16f v = vload16(p);
+    a[0] += x0 * v;
+    a[1] += x1 * v;
+    a[2] += x2 * v;
+    a[3] += x3 * v;
+  }
+  inline __attribute__((always_inline)) v8f lo(int r) const {
+    return __builtin_shufflevector(a[r], a[r], 0, 1, 2, 3, 4, 5, 6, 7);
+  }
+  inline __attribute__((always_inline)) v8f hi(int r) const {
+    return __builtin_shufflevector(a[r], a[r], 8, 9, 10, 11, 12, 13, 14, 15);
+  }
+};
+#else
 struct Tile4x16 {
   v8f c[4] = {splat(0), splat(0), splat(0), splat(0)};
   v8f e[4] = {splat(0), splat(0), splat(0), splat(0)};
-  // c[r] += x_r·v, e[r] += x_r·w.
-  inline __attribute__((always_inline)) void add(float x0, float x1, float x2, float x3, v8f v, v8f w) {
+  inline __attribute__((always_inline)) void add(float x0, float x1, float x2, float x3, const float* p) {
+    const v8f v = vload(p), w = vload(p + 8);
     const float x[4] = {x0, x1, x2, x3};
     for (int r = 0; r < 4; ++r) {
       const v8f xr = splat(x[r]);
@@ -36,7 +57,10 @@ struct Tile4x16 {
       e[r] += xr * w;
     }
   }
+  inline __attribute__((always_inline)) v8f lo(int r) const { return c[r]; }
+  inline __attribute__((always_inline)) v8f hi(int r) const { return e[r]; }
 };
+#endif
 
 // S[i][j] = alpha·Σ_d A[i][d]·Bt[d][j] for rows i < rows (A padded to a multiple of 4 rows,
 // lda = D) and, per 4-row tile, the keys j < ceil8(hi(last row)). S and Bt have ld columns.
@@ -51,11 +75,11 @@ void scores(const float* A, int64_t rows, int64_t D, const float* Bt, int64_t ld
     for (; j + 16 <= n8; j += 16) {  // 4 rows × 16 keys
       Tile4x16 t;
       const float* b = Bt + j;
-      for (int64_t d = 0; d < D; ++d, b += ld) t.add(a0[d], a1[d], a2[d], a3[d], vload(b), vload(b + 8));
+      for (int64_t d = 0; d < D; ++d, b += ld) t.add(a0[d], a1[d], a2[d], a3[d], b);
       float* s = S + i0 * ld + j;
       for (int r = 0; r < 4; ++r) {
-        vstore(s + r * ld, t.c[r] * alpha);
-        vstore(s + r * ld + 8, t.e[r] * alpha);
+        vstore(s + r * ld, t.lo(r) * alpha);
+        vstore(s + r * ld + 8, t.hi(r) * alpha);
       }
     }
     for (; j < n; j += 8) {
@@ -91,12 +115,12 @@ void pv(const float* P, int64_t ld, int64_t rows, Lo lo, Hi hi, const float* V, 
       Tile4x16 t;
       for (int64_t j = j0; j < j1; ++j) {
         const float* vr = V + j * v_st + c;
-        t.add(p0[j], p1[j], p2[j], p3[j], vload(vr), vload(vr + 8));
+        t.add(p0[j], p1[j], p2[j], p3[j], vr);
       }
       for (int r = 0; r < 4 && i0 + r < rows; ++r) {
         float* o = out + (i0 + r) * out_st + c;
-        vstore(o, accumulate ? vload(o) + t.c[r] : t.c[r]);
-        vstore(o + 8, accumulate ? vload(o + 8) + t.e[r] : t.e[r]);
+        vstore(o, accumulate ? vload(o) + t.lo(r) : t.lo(r));
+        vstore(o + 8, accumulate ? vload(o + 8) + t.hi(r) : t.hi(r));
       }
     }
     for (; c < D; c += 8) {
@@ -131,11 +155,11 @@ void ptx(const float* P, int64_t ld, int64_t rows, int64_t cols, First first, co
       Tile4x16 t;
       const float* p = P + i0 * ld + j0;
       const float* x = X + i0 * x_st + c;
-      for (int64_t i = i0; i < rows; ++i, p += ld, x += x_st) t.add(p[0], p[1], p[2], p[3], vload(x), vload(x + 8));
+      for (int64_t i = i0; i < rows; ++i, p += ld, x += x_st) t.add(p[0], p[1], p[2], p[3], x);
       for (int64_t r = 0; r < nj; ++r) {
         float* o = out + (j0 + r) * out_st + c;
-        vstore(o, vload(o) + t.c[r]);
-        vstore(o + 8, vload(o + 8) + t.e[r]);
+        vstore(o, vload(o) + t.lo(r));
+        vstore(o + 8, vload(o + 8) + t.hi(r));
       }
     }
     for (; c < D; c += 8) {

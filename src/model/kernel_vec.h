@@ -20,23 +20,37 @@ static inline __attribute__((always_inline)) v8f vload(const float* p) { return 
 static inline __attribute__((always_inline)) void vstore(float* p, v8f x) { *reinterpret_cast<v8u*>(p) = x; }
 static inline __attribute__((always_inline)) v8f splat(float a) { return v8f{a, a, a, a, a, a, a, a}; }
 
-// exp for x <= 88 (Cephes expf polynomial, ~1 ulp); inputs below −87 give ~1e-38.
-static inline __attribute__((always_inline)) v8f vexp(v8f x) {
-  x = x < splat(88.3f) ? x : splat(88.3f);
-  x = x > splat(-87.3f) ? x : splat(-87.3f);
-  const v8f magic = splat(12582912.0f);  // 1.5·2^23: rounds to an integer
-  v8f n = (x * splat(1.44269504088896341f) + magic) - magic;
-  v8f r = x - n * splat(0.693359375f) - n * splat(-2.12194440e-4f);
-  v8f p = splat(1.9875691500e-4f);
-  p = p * r + splat(1.3981999507e-3f);
-  p = p * r + splat(8.3334519073e-3f);
-  p = p * r + splat(4.1665795894e-2f);
-  p = p * r + splat(1.6666665459e-1f);
-  p = p * r + splat(5.0000001201e-1f);
-  p = p * r * r + r + splat(1.0f);
-  v8i e = (__builtin_convertvector(n, v8i) + 127) << 23;
-  return p * (v8f)e;
+// exp for x <= 88 (Cephes expf polynomial, ~1 ulp); inputs below −87 give ~1e-38. V is v8f or
+// (AVX-512) v16f, VI its int vector: lane for lane the same arithmetic, the same bits.
+template <class V, class VI>
+static inline __attribute__((always_inline)) V vexp_lanes(V x) {
+  const V zero = {};
+  x = x < zero + 88.3f ? x : zero + 88.3f;
+  x = x > zero - 87.3f ? x : zero - 87.3f;
+  const V magic = zero + 12582912.0f;  // 1.5·2^23: rounds to an integer
+  V n = (x * 1.44269504088896341f + magic) - magic;
+  V r = x - n * 0.693359375f - n * -2.12194440e-4f;
+  V p = zero + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  VI e = (__builtin_convertvector(n, VI) + 127) << 23;
+  return p * (V)e;
 }
+static inline __attribute__((always_inline)) v8f vexp(v8f x) { return vexp_lanes<v8f, v8i>(x); }
+
+#if defined(__AVX512F__)
+// 16-float vectors for the AVX-512 variant's element-wise loops and register tiles.
+typedef float v16f __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
+typedef int v16i __attribute__((vector_size(64)));
+static inline __attribute__((always_inline)) v16f vload16(const float* p) { return *reinterpret_cast<const v16u*>(p); }
+static inline __attribute__((always_inline)) void vstore16(float* p, v16f x) { *reinterpret_cast<v16u*>(p) = x; }
+static inline __attribute__((always_inline)) v16f vexp(v16f x) { return vexp_lanes<v16f, v16i>(x); }
+#endif
 
 // max of x[0, n), n >= 1: 8 lanes, then the tail.
 static inline __attribute__((always_inline)) float row_max(const float* x, int64_t n) {

@@ -1,5 +1,6 @@
 // The fused SwiGLU kernels (declared in attention_kernels.h, dispatched like the attention
-// kernels): included by the same per-instruction-set .cpp files with LMX_KERNEL_NS set.
+// kernels): included by the same per-instruction-set .cpp files with LMX_KERNEL_NS set. The
+// AVX-512 variant takes 16 columns at a time first: element-wise, the same bits.
 #pragma once
 #include <cmath>
 
@@ -14,6 +15,12 @@ void swiglu_forward(const float* gu, int64_t rows, int64_t F, float* out) {
     const float *g = gu + r * 2 * F, *u = g + F;
     float* o = out + r * F;
     int64_t f = 0;
+#if defined(__AVX512F__)
+    for (; f + 16 <= F; f += 16) {
+      const v16f gv = vload16(g + f);
+      vstore16(o + f, gv / (1.0f + vexp(-gv)) * vload16(u + f));
+    }
+#endif
     for (; f + 8 <= F; f += 8) {
       const v8f gv = vload(g + f);
       vstore(o + f, gv / (splat(1.0f) + vexp(-gv)) * vload(u + f));
@@ -27,6 +34,14 @@ void swiglu_backward(const float* gu, const float* dout, int64_t rows, int64_t F
     const float *g = gu + r * 2 * F, *u = g + F, *dy = dout + r * F;
     float *dg = dgu + r * 2 * F, *du = dg + F;
     int64_t f = 0;
+#if defined(__AVX512F__)
+    for (; f + 16 <= F; f += 16) {
+      const v16f gv = vload16(g + f), dyv = vload16(dy + f);
+      const v16f sg = 1.0f / (1.0f + vexp(-gv));
+      vstore16(dg + f, dyv * vload16(u + f) * sg * (1.0f + gv * (1.0f - sg)));
+      vstore16(du + f, dyv * gv * sg);
+    }
+#endif
     for (; f + 8 <= F; f += 8) {
       const v8f gv = vload(g + f), dyv = vload(dy + f);
       const v8f sg = splat(1.0f) / (splat(1.0f) + vexp(-gv));

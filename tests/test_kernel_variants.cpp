@@ -1,0 +1,197 @@
+// The AVX-512 variant of the fused kernels (attention_kernels_avx512.cpp: 16-float register
+// tiles) against the AVX2 one, bit for bit: both sum every value in the same order, so a run
+// gives the same numbers whichever the CPU picks. Odd lengths, head dims 8-64, GQA, RoPE in
+// both layouts, a query offset (decoding); SwiGLU, both norms with and without a residual,
+// cross-entropy. Runs where the CPU has AVX-512 (F, VL, BW, DQ); elsewhere it says so and checks
+// nothing.
+#include "catch.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/attention_kernels.h"
+
+using namespace lmx::kernels;
+
+namespace {
+
+bool cpu_runs_avx512() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+std::vector<float> normal(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+struct Case {
+  int64_t Tq, Tk, D, group, q_start;
+  bool rope, interleaved;
+};
+
+// One KV head's forward and backward through fwd / bwd: o, lse, dq, dk, dv.
+struct Outputs {
+  std::vector<float> o, lse, dq, dk, dv;
+};
+Outputs attention(ForwardFn fwd, BackwardFn bwd, const Case& c) {
+  const int64_t D = c.D, G = c.group;
+  const auto q = normal(G * c.Tq * D, 1), k = normal(c.Tk * D, 2), v = normal(c.Tk * D, 3);
+  const auto dout = normal(G * c.Tq * D, 4);
+  const int64_t positions = c.q_start + c.Tq, h = D / 2;
+  std::vector<float> cos(positions * h), sin(positions * h);
+  for (int64_t t = 0; t < positions; ++t)
+    for (int64_t i = 0; i < h; ++i) {
+      const double th = t * std::pow(10000.0, -2.0 * i / D);
+      cos[t * h + i] = static_cast<float>(std::cos(th));
+      sin[t * h + i] = static_cast<float>(std::sin(th));
+    }
+  AttnShape s;
+  s.Tq = c.Tq, s.Tk = c.Tk, s.D = D, s.q_start = c.q_start, s.group = G;
+  s.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  if (c.rope) s.cos = cos.data(), s.sin = sin.data(), s.interleaved = c.interleaved;
+  Outputs out;
+  out.o.assign(G * c.Tq * D, 0.0f);
+  out.lse.assign(G * c.Tq, 0.0f);
+  std::vector<float> scratch(std::max(forward_scratch(s), backward_scratch(s)));
+  ForwardArgs fa{};
+  fa.q = q.data(), fa.k = k.data(), fa.v = v.data();
+  fa.q_st = D, fa.q_sh = c.Tq * D, fa.k_st = D, fa.v_st = D;  // head r's rows at r·Tq·D
+  fa.o = out.o.data(), fa.o_st = D, fa.o_sh = c.Tq * D;
+  fa.lse = out.lse.data();
+  fwd(fa, s, scratch.data());
+  if (c.q_start != 0) return out;  // the backward is for training (queries from position 0)
+  out.dq.assign(q.size(), 0.0f);
+  out.dk.assign(k.size(), 0.0f);
+  out.dv.assign(v.size(), 0.0f);
+  BackwardArgs ba{};
+  ba.q = q.data(), ba.k = k.data(), ba.v = v.data(), ba.o = out.o.data(), ba.dout = dout.data();
+  ba.lse = out.lse.data();
+  ba.q_st = D, ba.q_sh = c.Tq * D, ba.k_st = D, ba.v_st = D, ba.o_st = D, ba.o_sh = c.Tq * D;
+  ba.dq = out.dq.data(), ba.dk = out.dk.data(), ba.dv = out.dv.data();
+  ba.dq_st = D, ba.dq_sh = c.Tq * D, ba.dk_st = D, ba.dv_st = D;
+  bwd(ba, s, scratch.data());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("kernel variants: AVX-512 attention kernels give the AVX2 kernels' bits", "[model][attention][fused][isa]") {
+  if (!cpu_runs_avx512()) {
+    WARN("this CPU has no AVX-512 (F, VL, BW, DQ): the AVX-512 variant is not run here");
+    return;
+  }
+  const std::vector<Case> cases = {
+      {64, 64, 16, 1, 0, false, false}, {64, 64, 16, 2, 0, true, false}, {37, 37, 16, 4, 0, true, true},
+      {1, 1, 8, 1, 0, false, false},    {13, 13, 32, 2, 0, true, false}, {70, 70, 64, 1, 0, true, true},
+      {5, 40, 16, 2, 35, true, false},  {1, 129, 32, 1, 128, false, false},
+  };
+  for (const auto& c : cases) {
+    INFO("Tq " << c.Tq << " Tk " << c.Tk << " D " << c.D << " group " << c.group << " q_start " << c.q_start
+               << " rope " << c.rope << " interleaved " << c.interleaved);
+    const Outputs a = attention(&avx2::forward, &avx2::backward, c);
+    const Outputs b = attention(&avx512::forward, &avx512::backward, c);
+    CHECK(same_bits(a.o, b.o));
+    CHECK(same_bits(a.lse, b.lse));
+    CHECK(same_bits(a.dq, b.dq));
+    CHECK(same_bits(a.dk, b.dk));
+    CHECK(same_bits(a.dv, b.dv));
+    // The check is not vacuous: the outputs are not all zero.
+    float largest = 0;
+    for (float x : a.o) largest = std::max(largest, std::fabs(x));
+    CHECK(largest > 0.1f);
+  }
+}
+
+TEST_CASE("kernel variants: AVX-512 SwiGLU, norms and cross-entropy give the AVX2 bits", "[model][fused][isa]") {
+  if (!cpu_runs_avx512()) {
+    WARN("this CPU has no AVX-512 (F, VL, BW, DQ): the AVX-512 variant is not run here");
+    return;
+  }
+  for (const int64_t F : {8, 171, 256, 3}) {
+    INFO("SwiGLU F " << F);
+    const int64_t rows = 9;
+    const auto gu = normal(rows * 2 * F, 5, 3.0f), dy = normal(rows * F, 6);
+    std::vector<float> o1(rows * F), o2(rows * F), d1(rows * 2 * F), d2(rows * 2 * F);
+    avx2::swiglu_forward(gu.data(), rows, F, o1.data());
+    avx512::swiglu_forward(gu.data(), rows, F, o2.data());
+    avx2::swiglu_backward(gu.data(), dy.data(), rows, F, d1.data());
+    avx512::swiglu_backward(gu.data(), dy.data(), rows, F, d2.data());
+    CHECK(same_bits(o1, o2));
+    CHECK(same_bits(d1, d2));
+  }
+  for (const int64_t C : {64, 100, 7}) {
+    for (const bool residual : {false, true}) {
+      INFO("norms C " << C << " residual " << residual);
+      const int64_t rows = 11;
+      const auto x = normal(rows * C, 7), a = normal(rows * C, 8), w = normal(C, 9), b = normal(C, 10);
+      const auto dy = normal(rows * C, 11), dh = normal(rows * C, 12);
+      struct Run {
+        std::vector<float> h, y, mean, rstd, dx, dw, db;
+      };
+      auto run = [&](NormFn fwd, NormGradFn bwd) {
+        Run r{std::vector<float>(rows * C), std::vector<float>(rows * C), std::vector<float>(rows),
+              std::vector<float>(rows), std::vector<float>(rows * C), std::vector<float>(C, 0.0f),
+              std::vector<float>(C, 0.0f)};
+        NormArgs f{x.data(), residual ? a.data() : nullptr, w.data(), b.data(), r.h.data(), r.y.data(),
+                   r.mean.data(), r.rstd.data(), C, 1e-5f};
+        fwd(f, 0, rows);
+        NormGradArgs g{residual ? r.h.data() : x.data(), w.data(), r.mean.data(), r.rstd.data(), dy.data(),
+                       residual ? dh.data() : nullptr, r.dx.data(), r.dw.data(), r.db.data(), C};
+        bwd(g, 0, rows);
+        return r;
+      };
+      for (const bool layer : {true, false}) {
+        const Run p = layer ? run(&avx2::layernorm_forward, &avx2::layernorm_backward)
+                            : run(&avx2::rmsnorm_forward, &avx2::rmsnorm_backward);
+        const Run q = layer ? run(&avx512::layernorm_forward, &avx512::layernorm_backward)
+                            : run(&avx512::rmsnorm_forward, &avx512::rmsnorm_backward);
+        CHECK(same_bits(p.y, q.y));
+        CHECK(same_bits(p.rstd, q.rstd));
+        CHECK(same_bits(p.dx, q.dx));
+        CHECK(same_bits(p.dw, q.dw));
+        if (layer) CHECK(same_bits(p.db, q.db));
+        if (residual) CHECK(same_bits(p.h, q.h));
+      }
+    }
+  }
+  for (const int64_t V : {96, 29, 320}) {
+    INFO("cross-entropy V " << V);
+    const int64_t rows = 10;
+    const auto logits = normal(rows * V, 13, 2.0f);
+    std::vector<int64_t> targets(rows);
+    for (int64_t r = 0; r < rows; ++r) targets[r] = r == 3 ? -100 : (r * 7) % V;
+    std::vector<float> l1(rows), l2(rows), g1(rows * V), g2(rows * V);
+    avx2::cross_entropy({logits.data(), targets.data(), V, -100, 0.1f, l1.data(), g1.data()}, 0, rows);
+    avx512::cross_entropy({logits.data(), targets.data(), V, -100, 0.1f, l2.data(), g2.data()}, 0, rows);
+    CHECK(same_bits(l1, l2));
+    CHECK(same_bits(g1, g2));
+  }
+}
+
+TEST_CASE("LMX_KERNEL_ISA: caps the kernels' instruction set, another value is an input error", "[model][fused][isa]") {
+  const std::string widest = kernel_isa_capped(nullptr);
+  CHECK((widest == "avx512" || widest == "avx2+fma" || widest == "sse2"));
+  CHECK(kernel_isa_capped("") == widest);
+  CHECK(kernel_isa_capped("avx512") == widest);
+  CHECK(std::string(kernel_isa_capped("avx2")) == (widest == "sse2" ? "sse2" : "avx2+fma"));
+  CHECK(std::string(kernel_isa_capped("sse2")) == "sse2");
+  CHECK_THROWS_WITH(kernel_isa_capped("avx1024"),
+                    Catch::Contains("LMX_KERNEL_ISA=avx1024") && Catch::Contains("expected avx512, avx2 or sse2"));
+  if (cpu_runs_avx512()) CHECK(widest == "avx512");
+}
