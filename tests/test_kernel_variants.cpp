@@ -37,7 +37,8 @@ std::vector<float> normal(size_t n, uint32_t seed, float scale = 1.0f) {
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  if (a.size() != b.size()) return false;
+  return a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;  // memcmp: no null
 }
 
 struct Case {
