@@ -24,13 +24,14 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/textbook.yaml") +
                                       "\nseeds: [0]\nset: {train.eval_every: 0, data.train_docs: 100, data.val_docs: 20, "
                                       "data.test_docs: 20, train.batch_size: 8}\n"
-                                      "points:\n  short: {train.steps: 4}\n  long: {train.steps: 600}\n"
+                                      "points:\n  short: {train.steps: 4}\n  long: {train.steps: 2400}\n"
                                       "  third: {train.steps: 3}\n");
   const std::string out = dir.file("out");
   const pid_t pid = spawn_lmx({"-q", "--threads", "1", "sweep", spec, "--jobs", "1", "--out", out}, dir.file("sweep.log"));
   REQUIRE(wait_for_lines(out + "/runs/001-long-s0/seed0/metrics.csv", 4, pid));
   // A second sweep on the running one's folder (or a train on its running run) is refused,
-  // naming the holder.
+  // naming the holder. The long point's 2400 steps keep it running through both commands (600
+  // steps finished before the second on a 2-core Zen 5 VM under ctest -j2).
   auto busy = lmx::test::run_lmx("-q sweep '" + spec + "' --resume '" + out + "'");
   CHECK(busy.code == 2);
   CHECK(busy.output.find("in use by another lmx process (pid " + std::to_string(pid) + ")") != std::string::npos);
@@ -45,7 +46,7 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   const auto short_time = fs::last_write_time(out + "/runs/000-short-s0/seed0/model.safetensors");
 
   // A changed spec is refused.
-  auto changed = dir.write("changed.yaml", read_file(spec).replace(read_file(spec).find("600"), 3, "599"));
+  auto changed = dir.write("changed.yaml", read_file(spec).replace(read_file(spec).find("2400"), 4, "2399"));
   auto bad = lmx::test::run_lmx("-q sweep '" + changed + "' --resume '" + out + "'");
   CHECK(bad.code == 2);
   CHECK(bad.output.find("differs") != std::string::npos);
@@ -66,7 +67,7 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   int ok = 0;
   for (const auto& row : t.rows) ok += row[2] == "ok";
   CHECK(ok == 3);
-  CHECK(lines(out + "/runs/001-long-s0/seed0/metrics.csv") == 601);
+  CHECK(lines(out + "/runs/001-long-s0/seed0/metrics.csv") == 2401);
 }
 
 TEST_CASE("lmx ablate --resume continues an interrupted ablation", "[resume][sweep][cli][signal]") {
