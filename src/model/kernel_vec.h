@@ -1,6 +1,7 @@
-// 8-float vectors (GCC/Clang vector extensions) and a vector exp for the kernel files: AVX2+FMA
-// or SSE2 code depending on the flags of the .cpp that includes this with LMX_KERNEL_NS set
-// (attention_kernels_avx2.cpp, attention_kernels_generic.cpp).
+// 8-float vectors (GCC/Clang vector extensions, 16-float ones too where AVX-512 is on), a vector
+// exp and the attention kernels' 4 × 16 register tile, for the kernel files: AVX-512, AVX2+FMA or
+// SSE2 code depending on the flags of the .cpp that includes this with LMX_KERNEL_NS set
+// (attention_kernels_avx512.cpp, attention_kernels_avx2.cpp, attention_kernels_generic.cpp).
 #pragma once
 #include <cstdint>
 
@@ -50,6 +51,46 @@ typedef int v16i __attribute__((vector_size(64)));
 static inline __attribute__((always_inline)) v16f vload16(const float* p) { return *reinterpret_cast<const v16u*>(p); }
 static inline __attribute__((always_inline)) void vstore16(float* p, v16f x) { *reinterpret_cast<v16u*>(p) = x; }
 static inline __attribute__((always_inline)) v16f vexp(v16f x) { return vexp_lanes<v16f, v16i>(x); }
+#endif
+
+// A 4 × 16 register tile: add() accumulates x_r · p[0, 16) into row r; lo(r) and hi(r) are
+// row r's columns 0-7 and 8-15. With AVX-512 one 16-float vector per row (half the FMAs and
+// loads), else two 8-float ones; each element's sum runs in the same order either way (the
+// same bits). Eight 8-float accumulators keep both FMA pipes busy (four leave them waiting on
+// the FMA latency).
+#if defined(__AVX512F__)
+struct Tile4x16 {
+  v16f a[4] = {};
+  inline __attribute__((always_inline)) void add(float x0, float x1, float x2, float x3, const float* p) {
+    const v16f v = vload16(p);
+    a[0] += x0 * v;
+    a[1] += x1 * v;
+    a[2] += x2 * v;
+    a[3] += x3 * v;
+  }
+  inline __attribute__((always_inline)) v8f lo(int r) const {
+    return __builtin_shufflevector(a[r], a[r], 0, 1, 2, 3, 4, 5, 6, 7);
+  }
+  inline __attribute__((always_inline)) v8f hi(int r) const {
+    return __builtin_shufflevector(a[r], a[r], 8, 9, 10, 11, 12, 13, 14, 15);
+  }
+};
+#else
+struct Tile4x16 {
+  v8f c[4] = {splat(0), splat(0), splat(0), splat(0)};
+  v8f e[4] = {splat(0), splat(0), splat(0), splat(0)};
+  inline __attribute__((always_inline)) void add(float x0, float x1, float x2, float x3, const float* p) {
+    const v8f v = vload(p), w = vload(p + 8);
+    const float x[4] = {x0, x1, x2, x3};
+    for (int r = 0; r < 4; ++r) {
+      const v8f xr = splat(x[r]);
+      c[r] += xr * v;
+      e[r] += xr * w;
+    }
+  }
+  inline __attribute__((always_inline)) v8f lo(int r) const { return c[r]; }
+  inline __attribute__((always_inline)) v8f hi(int r) const { return e[r]; }
+};
 #endif
 
 // max of x[0, n), n >= 1: 8 lanes, then the tail.
