@@ -30,6 +30,7 @@ printf '#define LMX_KERNEL_NS ref\n#include "model/attention_kernels_impl.h"\n' 
 g++ $flags $isa_flags -I"$tmp/ref/src" -c "$tmp/ref.cpp" -o "$tmp/ref.o"
 g++ $flags -Isrc -c src/model/attention_kernels_generic.cpp -o "$tmp/generic.o"
 g++ $flags -mavx2 -mfma -Isrc -c src/model/attention_kernels_avx2.cpp -o "$tmp/avx2.o"
+# The AVX-512 file with the flags CMakeLists.txt gives it.
 g++ $flags -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx2 -mfma -mprefer-vector-width=256 -Isrc \
   -c src/model/attention_kernels_avx512.cpp -o "$tmp/avx512.o"
 g++ $flags -Isrc -c scripts/dev/attention_kernel_ab.cpp -o "$tmp/ab.o"

@@ -9,23 +9,36 @@
 
 namespace lmx::kernels::LMX_KERNEL_NS {
 
+namespace {
+
+// The scalar tail's exp, so that one template below serves 16, 8 and 1 lanes.
+static inline __attribute__((always_inline)) float vexp(float x) { return std::exp(x); }
+
 // SwiGLU: σ(g) = 1/(1+e^(−g)); out = g·σ(g)·u; dg = dy·u·σ(g)·(1 + g·(1 − σ(g))), du = dy·g·σ(g).
+// V: v16f, v8f or float, lane for lane the same arithmetic.
+template <class V>
+static inline __attribute__((always_inline)) V silu_mul(V g, V u) {
+  return g / (1.0f + vexp(-g)) * u;
+}
+template <class V>
+static inline __attribute__((always_inline)) void silu_mul_grad(V g, V u, V dy, V& dg, V& du) {
+  const V sg = 1.0f / (1.0f + vexp(-g));
+  dg = dy * u * sg * (1.0f + g * (1.0f - sg));
+  du = dy * g * sg;
+}
+
+}  // namespace
+
 void swiglu_forward(const float* gu, int64_t rows, int64_t F, float* out) {
   for (int64_t r = 0; r < rows; ++r) {
     const float *g = gu + r * 2 * F, *u = g + F;
     float* o = out + r * F;
     int64_t f = 0;
 #if defined(__AVX512F__)
-    for (; f + 16 <= F; f += 16) {
-      const v16f gv = vload16(g + f);
-      vstore16(o + f, gv / (1.0f + vexp(-gv)) * vload16(u + f));
-    }
+    for (; f + 16 <= F; f += 16) vstore16(o + f, silu_mul(vload16(g + f), vload16(u + f)));
 #endif
-    for (; f + 8 <= F; f += 8) {
-      const v8f gv = vload(g + f);
-      vstore(o + f, gv / (splat(1.0f) + vexp(-gv)) * vload(u + f));
-    }
-    for (; f < F; ++f) o[f] = g[f] / (1.0f + std::exp(-g[f])) * u[f];
+    for (; f + 8 <= F; f += 8) vstore(o + f, silu_mul(vload(g + f), vload(u + f)));
+    for (; f < F; ++f) o[f] = silu_mul(g[f], u[f]);
   }
 }
 
@@ -36,23 +49,19 @@ void swiglu_backward(const float* gu, const float* dout, int64_t rows, int64_t F
     int64_t f = 0;
 #if defined(__AVX512F__)
     for (; f + 16 <= F; f += 16) {
-      const v16f gv = vload16(g + f), dyv = vload16(dy + f);
-      const v16f sg = 1.0f / (1.0f + vexp(-gv));
-      vstore16(dg + f, dyv * vload16(u + f) * sg * (1.0f + gv * (1.0f - sg)));
-      vstore16(du + f, dyv * gv * sg);
+      v16f dgv, duv;
+      silu_mul_grad(vload16(g + f), vload16(u + f), vload16(dy + f), dgv, duv);
+      vstore16(dg + f, dgv);
+      vstore16(du + f, duv);
     }
 #endif
     for (; f + 8 <= F; f += 8) {
-      const v8f gv = vload(g + f), dyv = vload(dy + f);
-      const v8f sg = splat(1.0f) / (splat(1.0f) + vexp(-gv));
-      vstore(dg + f, dyv * vload(u + f) * sg * (splat(1.0f) + gv * (splat(1.0f) - sg)));
-      vstore(du + f, dyv * gv * sg);
+      v8f dgv, duv;
+      silu_mul_grad(vload(g + f), vload(u + f), vload(dy + f), dgv, duv);
+      vstore(dg + f, dgv);
+      vstore(du + f, duv);
     }
-    for (; f < F; ++f) {
-      const float sg = 1.0f / (1.0f + std::exp(-g[f]));
-      dg[f] = dy[f] * u[f] * sg * (1.0f + g[f] * (1.0f - sg));
-      du[f] = dy[f] * g[f] * sg;
-    }
+    for (; f < F; ++f) silu_mul_grad(g[f], u[f], dy[f], dg[f], du[f]);
   }
 }
 
