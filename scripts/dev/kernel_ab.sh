@@ -4,7 +4,9 @@
 # the outputs (scripts/dev/attention_kernel_ab.cpp). No LibTorch: builds in seconds. Exit 3 when
 # the outputs differ (a change that rounds differently needs the lecture rerun, docs/PERFORMANCE.md).
 #   scripts/dev/kernel_ab.sh [--ref COMMIT] [--iters N] [--generic | --avx512]
-# --avx512 times the working tree's AVX-512 variant against the reference's AVX2 one.
+# --avx512 times the AVX-512 variants (the reference's and the working tree's); the default, the
+# AVX2 ones; --generic the baseline x86-64 ones. (That the AVX-512 variant gives the AVX2 bits is
+# tests/test_kernel_variants.cpp's.)
 # Time it with the machine otherwise idle; OPENBLAS_CORETYPE does not matter here (no BLAS).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,7 +17,7 @@ while [[ $# -gt 0 ]]; do
     --iters) iters="$2"; shift 2 ;;
     --generic) isa=generic; shift ;;
     --avx512) isa=avx512; shift ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "kernel_ab.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -24,15 +26,16 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/ref"
 git archive "$ref" src/model | tar -x -C "$tmp/ref" || { echo "kernel_ab.sh: no commit '$ref'" >&2; exit 2; }
 flags="-O3 -DNDEBUG -std=gnu++17 -Wno-psabi"
+# The AVX-512 flags are the ones CMakeLists.txt gives attention_kernels_avx512.cpp.
+f512="-mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx2 -mfma -mprefer-vector-width=256"
 isa_flags=""
-[[ $isa != generic ]] && isa_flags="-mavx2 -mfma"
+[[ $isa == avx2 ]] && isa_flags="-mavx2 -mfma"
+[[ $isa == avx512 ]] && isa_flags="$f512"
 printf '#define LMX_KERNEL_NS ref\n#include "model/attention_kernels_impl.h"\n' > "$tmp/ref.cpp"
 g++ $flags $isa_flags -I"$tmp/ref/src" -c "$tmp/ref.cpp" -o "$tmp/ref.o"
 g++ $flags -Isrc -c src/model/attention_kernels_generic.cpp -o "$tmp/generic.o"
 g++ $flags -mavx2 -mfma -Isrc -c src/model/attention_kernels_avx2.cpp -o "$tmp/avx2.o"
-# The AVX-512 file with the flags CMakeLists.txt gives it.
-g++ $flags -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx2 -mfma -mprefer-vector-width=256 -Isrc \
-  -c src/model/attention_kernels_avx512.cpp -o "$tmp/avx512.o"
+g++ $flags $f512 -Isrc -c src/model/attention_kernels_avx512.cpp -o "$tmp/avx512.o"
 g++ $flags -Isrc -c scripts/dev/attention_kernel_ab.cpp -o "$tmp/ab.o"
 g++ "$tmp/ab.o" "$tmp/ref.o" "$tmp/generic.o" "$tmp/avx2.o" "$tmp/avx512.o" -o "$tmp/ab"
 echo "ref: $(git rev-parse --short "$ref") ($ref); new: the working tree$(git diff --quiet -- src/model || echo ' (modified)')"

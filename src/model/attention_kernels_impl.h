@@ -8,6 +8,10 @@
 // Backward: P = exp(scale·Qr·Krᵀ − lse) recomputed, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O))·scale,
 // dQr = dS·Kr, dKr = dSᵀ·Qr, dV = Pᵀ·dO (summed over the group's query heads; 4 keys × 8
 // columns register tiles over the rows, no transposes), then the inverse RoPE rotation.
+// The AVX-512 variant runs two of those 4-row (4-key) tiles at once where it can, sharing the
+// loads: one 16-float vector per tile row makes 4 chains of dependent FMAs, too few for two FMA
+// pipes at their latency, and 8 keep them busy. Every sum still runs over the same terms in the
+// same order as in the AVX2 variant: the same bits.
 #include <algorithm>
 #include <cmath>
 
@@ -27,7 +31,40 @@ namespace {
 template <class Hi>
 void scores(const float* A, int64_t rows, int64_t D, const float* Bt, int64_t ld, float alpha, Hi hi,
             float* S) {
-  for (int64_t i0 = 0; i0 < rows; i0 += 4) {
+  int64_t i0 = 0;
+#if defined(__AVX512F__)
+  // Two 4-row tiles at once, sharing each key load (see the top of the file); the first tile's rows also get
+  // the second's extra keys, past their causal range, which every caller overwrites.
+  for (; i0 + 4 < rows; i0 += 8) {
+    const int64_t n = hi(std::min(i0 + 7, rows - 1)), n8 = (n + 7) / 8 * 8;
+    const float* a = A + i0 * D;
+    int64_t j = 0;
+    for (; j + 16 <= n8; j += 16) {
+      Tile4x16 t, u;
+      const float* b = Bt + j;
+      for (int64_t d = 0; d < D; ++d, b += ld) {
+        t.add(a[d], a[D + d], a[2 * D + d], a[3 * D + d], b);
+        u.add(a[4 * D + d], a[5 * D + d], a[6 * D + d], a[7 * D + d], b);
+      }
+      float* s = S + i0 * ld + j;
+      for (int r = 0; r < 4; ++r) {
+        vstore16(s + r * ld, t.a[r] * alpha);
+        vstore16(s + (r + 4) * ld, u.a[r] * alpha);
+      }
+    }
+    for (; j < n; j += 8) {
+      v8f c[8] = {};
+      const float* b = Bt + j;
+      for (int64_t d = 0; d < D; ++d, b += ld) {
+        const v8f bv = vload(b);
+        for (int r = 0; r < 8; ++r) c[r] += a[r * D + d] * bv;
+      }
+      float* s = S + i0 * ld + j;
+      for (int r = 0; r < 8; ++r) vstore(s + r * ld, c[r] * alpha);
+    }
+  }
+#endif
+  for (; i0 < rows; i0 += 4) {
     const int64_t n = hi(std::min(i0 + 3, rows - 1));
     const float *a0 = A + i0 * D, *a1 = a0 + D, *a2 = a1 + D, *a3 = a2 + D;
     const int64_t n8 = (n + 7) / 8 * 8;
@@ -61,14 +98,39 @@ void scores(const float* A, int64_t rows, int64_t D, const float* Bt, int64_t ld
   }
 }
 
-// out[i] (+)= Σ_{j in [lo, hi)} P[i][j]·V[j] for rows i < rows (P padded to a multiple of 4
-// rows, ld columns, zero outside each row's range); per tile, lo of its first row and hi of
-// its last. V rows at stride v_st, D a multiple of 8; out rows at out_st.
-template <class Lo, class Hi>
-void pv(const float* P, int64_t ld, int64_t rows, Lo lo, Hi hi, const float* V, int64_t v_st, int64_t D,
-        float* out, int64_t out_st, bool accumulate) {
-  for (int64_t i0 = 0; i0 < rows; i0 += 4) {
-    const int64_t j0 = lo(i0), j1 = hi(std::min(i0 + 3, rows - 1));
+// out[i] (+)= Σ_{j in [0, hi)} P[i][j]·V[j] for rows i < rows (P padded to a multiple of 4
+// rows, ld columns, zero past each row's range); per tile, hi of its last row. V rows at stride
+// v_st, D a multiple of 8; out rows at out_st.
+template <class Hi>
+void pv(const float* P, int64_t ld, int64_t rows, Hi hi, const float* V, int64_t v_st, int64_t D, float* out,
+        int64_t out_st, bool accumulate) {
+  int64_t i0 = 0;
+#if defined(__AVX512F__)
+  // Two 4-row tiles at once, sharing each row of V (see the top of the file): keys [0, hi(first tile))
+  // go to both, the second tile's extra keys to it alone; each sum keeps its order.
+  if (D % 16 == 0)
+    for (; i0 + 4 < rows; i0 += 8) {
+      const int64_t ja = hi(i0 + 3), jb = hi(std::min(i0 + 7, rows - 1));
+      const float* p = P + i0 * ld;
+      for (int64_t c = 0; c < D; c += 16) {
+        Tile4x16 t, u;
+        int64_t j = 0;
+        for (; j < ja; ++j) {
+          const float* vr = V + j * v_st + c;
+          t.add(p[j], p[ld + j], p[2 * ld + j], p[3 * ld + j], vr);
+          u.add(p[4 * ld + j], p[5 * ld + j], p[6 * ld + j], p[7 * ld + j], vr);
+        }
+        for (; j < jb; ++j) u.add(p[4 * ld + j], p[5 * ld + j], p[6 * ld + j], p[7 * ld + j], V + j * v_st + c);
+        for (int r = 0; r < 8 && i0 + r < rows; ++r) {
+          float* o = out + (i0 + r) * out_st + c;
+          const v16f x = r < 4 ? t.a[r] : u.a[r - 4];
+          vstore16(o, accumulate ? vload16(o) + x : x);
+        }
+      }
+    }
+#endif
+  for (; i0 < rows; i0 += 4) {
+    const int64_t j0 = 0, j1 = hi(std::min(i0 + 3, rows - 1));
     const float *p0 = P + i0 * ld, *p1 = p0 + ld, *p2 = p1 + ld, *p3 = p2 + ld;
     int64_t c = 0;
     for (; c + 16 <= D; c += 16) {  // 4 rows × 16 columns
@@ -108,7 +170,31 @@ void pv(const float* P, int64_t ld, int64_t rows, Lo lo, Hi hi, const float* V, 
 template <class First>
 void ptx(const float* P, int64_t ld, int64_t rows, int64_t cols, First first, const float* X, int64_t x_st,
          int64_t D, float* out, int64_t out_st) {
-  for (int64_t j0 = 0; j0 < cols; j0 += 4) {
+  int64_t j0 = 0;
+#if defined(__AVX512F__)
+  // Two 4-key tiles at once, sharing each row of X (see the top of the file): the second tile's keys are
+  // seen from a later row on; each sum keeps its order.
+  if (D % 16 == 0)
+    for (; j0 + 4 < cols; j0 += 8) {
+      const int64_t ia = first(j0), ib = std::min(first(j0 + 4), rows), nb = std::min<int64_t>(4, cols - j0 - 4);
+      for (int64_t c = 0; c < D; c += 16) {
+        Tile4x16 t, u;
+        const float* p = P + ia * ld + j0;
+        const float* x = X + ia * x_st + c;
+        int64_t i = ia;
+        for (; i < ib; ++i, p += ld, x += x_st) t.add(p[0], p[1], p[2], p[3], x);
+        for (; i < rows; ++i, p += ld, x += x_st) {
+          t.add(p[0], p[1], p[2], p[3], x);
+          u.add(p[4], p[5], p[6], p[7], x);
+        }
+        for (int64_t r = 0; r < 4 + nb; ++r) {
+          float* o = out + (j0 + r) * out_st + c;
+          vstore16(o, vload16(o) + (r < 4 ? t.a[r] : u.a[r - 4]));
+        }
+      }
+    }
+#endif
+  for (; j0 < cols; j0 += 4) {
     const int64_t i0 = first(j0), nj = std::min<int64_t>(4, cols - j0);
     int64_t c = 0;
     for (; c + 16 <= D; c += 16) {  // 4 keys × 16 columns
@@ -227,14 +313,23 @@ static inline __attribute__((always_inline)) void transpose_rows(const float* X,
     for (int64_t d = 0; d < D; ++d) Xt[d * ld + j] = X[j * x_st + d];
 }
 
+// Columns [n, ld) of the rows × ld matrix X zeroed: the padding keys of a transposed K or V,
+// which the score tiles read (the columns [0, n) are written by transpose_rows).
+static inline __attribute__((always_inline)) void zero_columns(float* X, int64_t rows, int64_t n, int64_t ld) {
+  if (n < ld)
+    for (int64_t r = 0; r < rows; ++r) std::fill(X + r * ld + n, X + (r + 1) * ld, 0.0f);
+}
+
 // s[j, ld) = 0, j and ld multiples of 8.
 static inline __attribute__((always_inline)) void zero_from(float* s, int64_t j, int64_t ld) {
   for (; j < ld; j += 8) vstore(s + j, splat(0));
 }
 
-// Row i of S: softmax over [0, n), zeros on [n, ld); returns the row's log-sum-exp.
-static inline __attribute__((always_inline)) float softmax_row(float* s, int64_t n, int64_t ld) {
-  const float m = row_max(s, n);
+// Row i of S, softmax in three steps: exps_row writes exp(s − m) on [0, n) and zeros on
+// [n, ceil8(n)) and returns their sum; normalize_row scales them by 1/sum and zeros [ceil8(n),
+// ld); the log-sum-exp is m + log(sum). The forward runs them for four rows at a time, so that
+// each row's serial steps (the max, the sum over lanes, the division) overlap the other's work.
+static inline __attribute__((always_inline)) float exps_row(float* s, int64_t n, float m) {
   const v8f mv = splat(m);
   v8f sumv = splat(0);
   int64_t j = 0;
@@ -249,15 +344,17 @@ static inline __attribute__((always_inline)) float softmax_row(float* s, int64_t
     e = lane < splat(static_cast<float>(n - j)) ? e : splat(0);
     vstore(s + j, e);
     sumv += e;
-    j += 8;
   }
   float sum = 0;
   for (int k = 0; k < 8; ++k) sum += sumv[k];
+  return sum;
+}
+static inline __attribute__((always_inline)) void normalize_row(float* s, int64_t n, int64_t ld, float sum) {
   const float inv = 1.0f / sum;
-  const int64_t filled = j;  // exps written on [0, filled), zeros on [n, filled)
-  for (j = 0; j < filled; j += 8) vstore(s + j, vload(s + j) * inv);
+  const int64_t filled = (n + 7) / 8 * 8;  // exps written on [0, filled), zeros on [n, filled)
+  int64_t j = 0;
+  for (; j < filled; j += 8) vstore(s + j, vload(s + j) * inv);
   zero_from(s, j, ld);
-  return m + std::log(sum);
 }
 
 // Row i of S (scaled scores) -> P = exp(s − lse) on [0, n), zeros on [n, ld).
@@ -282,7 +379,7 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
   float* Qr = Kt + D * tkp;        // tqp × D rotated queries of one head
   float* S = Qr + tqp * D;         // tqp × tkp scores, then probabilities
   float* rows = S + tqp * tkp;     // 8 × D rotated keys
-  std::fill(Kt, Kt + D * tkp, 0.0f);
+  zero_columns(Kt, D, Tk, tkp);
   for (int64_t j0 = 0; j0 < Tk; j0 += 8) {
     const int64_t n = std::min<int64_t>(8, Tk - j0);
     for (int64_t j = 0; j < n; ++j) rotate(a.k + (j0 + j) * a.k_st, rows + j * D, j0 + j, s);
@@ -290,16 +387,23 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
   }
   std::fill(Qr + Tq * D, Qr + tqp * D, 0.0f);
   auto visible = [&](int64_t i) { return s.visible(i); };
-  auto zero = [](int64_t) { return int64_t{0}; };
   for (int64_t r = 0; r < s.group; ++r) {
     for (int64_t i = 0; i < Tq; ++i) rotate(a.q + r * a.q_sh + i * a.q_st, Qr + i * D, s.q_start + i, s);
     scores(Qr, Tq, D, Kt, tkp, s.scale, visible, S);
-    for (int64_t i = 0; i < Tq; ++i) {
-      const float lse = softmax_row(S + i * tkp, s.visible(i), tkp);
-      if (a.lse) a.lse[r * Tq + i] = lse;
+    constexpr int64_t R = 4;  // rows at a time
+    for (int64_t i = 0; i < Tq; i += R) {
+      const int64_t nr = std::min(R, Tq - i);
+      int64_t n[R];
+      float m[R], sum[R];
+      for (int64_t k = 0; k < nr; ++k) n[k] = s.visible(i + k);
+      for (int64_t k = 0; k < nr; ++k) m[k] = row_max(S + (i + k) * tkp, n[k]);
+      for (int64_t k = 0; k < nr; ++k) sum[k] = exps_row(S + (i + k) * tkp, n[k], m[k]);
+      for (int64_t k = 0; k < nr; ++k) normalize_row(S + (i + k) * tkp, n[k], tkp, sum[k]);
+      if (a.lse)
+        for (int64_t k = 0; k < nr; ++k) a.lse[r * Tq + i + k] = m[k] + std::log(sum[k]);
     }
     for (int64_t i = Tq; i < tqp; ++i) std::fill(S + i * tkp, S + (i + 1) * tkp, 0.0f);
-    pv(S, tkp, Tq, zero, visible, a.v, a.v_st, D, a.o + r * a.o_sh, a.o_st, /*accumulate=*/false);
+    pv(S, tkp, Tq, visible, a.v, a.v_st, D, a.o + r * a.o_sh, a.o_st, /*accumulate=*/false);
   }
 }
 
@@ -316,8 +420,8 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
   float* dV = dK + tkp * D;      // tkp × D
   float* dq = dV + tkp * D;      // tqp × D rotated-space query gradient
   float* delta = dq + tqp * D;   // tqp
-  std::fill(Kr, Kr + tkp * D, 0.0f);
-  std::fill(Kt, Kt + 2 * D * tkp, 0.0f);  // Kt and Vt
+  std::fill(Kr + Tk * D, Kr + tkp * D, 0.0f);
+  zero_columns(Kt, 2 * D, Tk, tkp);  // Kt and Vt
   for (int64_t j = 0; j < Tk; ++j) rotate(a.k + j * a.k_st, Kr + j * D, j, s);
   transpose_rows(Kr, D, Tk, D, Kt, tkp);
   transpose_rows(a.v, a.v_st, Tk, D, Vt, tkp);
@@ -325,7 +429,6 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
   std::fill(dO + Tq * D, dO + tqp * D, 0.0f);
   std::fill(dK, dK + 2 * tkp * D, 0.0f);  // dK and dV
   auto visible = [&](int64_t i) { return s.visible(i); };
-  auto zero = [](int64_t) { return int64_t{0}; };
   auto first = [&](int64_t j) { return std::max<int64_t>(0, j - s.q_start); };  // first row seeing key j
   for (int64_t r = 0; r < s.group; ++r) {
     for (int64_t i = 0; i < Tq; ++i) {
@@ -347,7 +450,7 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
       for (; j < n; j += 8) vstore(ds + j, vload(p + j) * (vload(ds + j) - di) * sc);  // P is 0 past n
       zero_from(ds, j, tkp);
     }
-    pv(dS, tkp, Tq, zero, visible, Kr, D, D, dq, D, /*accumulate=*/false);
+    pv(dS, tkp, Tq, visible, Kr, D, D, dq, D, /*accumulate=*/false);
     for (int64_t i = 0; i < Tq; ++i) unrotate(dq + i * D, a.dq + r * a.dq_sh + i * a.dq_st, s.q_start + i, s);
     ptx(dS, tkp, Tq, Tk, first, Qr, D, D, dK, D);
     ptx(P, tkp, Tq, Tk, first, dO, D, D, dV, D);
