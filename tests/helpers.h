@@ -134,6 +134,30 @@ inline bool wait_for_lines(const std::string& path, size_t n, pid_t pid, double 
   return false;
 }
 
+// Children of pid (through /proc/<pid>/task/<tid>/children).
+inline std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    for (pid_t child; in >> child;) out.push_back(child);
+  }
+  return out;
+}
+
+// Sends sig to pid and every process below it, each before its children are listed: with
+// SIGSTOP none of them can start another meanwhile.
+inline void signal_tree(pid_t pid, int sig) {
+  kill(pid, sig);
+  for (pid_t child : children_of(pid)) signal_tree(child, sig);
+}
+
+// Freezes a running lmx and the runs it started (SIGSTOP) while a test checks what must hold as
+// long as it runs (its lock): the check cannot race with the run's end, however fast the
+// machine. thaw() continues them; a signal sent in between (kill(pid, SIGINT)) is delivered then.
+inline void freeze(pid_t pid) { signal_tree(pid, SIGSTOP); }
+inline void thaw(pid_t pid) { signal_tree(pid, SIGCONT); }
+
 // Waits until lmx's main() has set up its signal handling (after the exec, which resets the
 // test binary's: the executable is lmx and SigCgt has SIGTERM); false on timeout.
 inline bool wait_for_signal_setup(pid_t pid, double timeout_s = 600) {

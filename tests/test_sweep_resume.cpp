@@ -24,14 +24,14 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/textbook.yaml") +
                                       "\nseeds: [0]\nset: {train.eval_every: 0, data.train_docs: 100, data.val_docs: 20, "
                                       "data.test_docs: 20, train.batch_size: 8}\n"
-                                      "points:\n  short: {train.steps: 4}\n  long: {train.steps: 2400}\n"
+                                      "points:\n  short: {train.steps: 4}\n  long: {train.steps: 300}\n"
                                       "  third: {train.steps: 3}\n");
   const std::string out = dir.file("out");
   const pid_t pid = spawn_lmx({"-q", "--threads", "1", "sweep", spec, "--jobs", "1", "--out", out}, dir.file("sweep.log"));
   REQUIRE(wait_for_lines(out + "/runs/001-long-s0/seed0/metrics.csv", 4, pid));
   // A second sweep on the running one's folder (or a train on its running run) is refused,
-  // naming the holder. The long point's 2400 steps keep it running through both commands (600
-  // steps finished before the second on a 2-core Zen 5 VM under ctest -j2).
+  // naming the holder: the sweep and its run are frozen through both commands.
+  lmx::test::freeze(pid);
   auto busy = lmx::test::run_lmx("-q sweep '" + spec + "' --resume '" + out + "'");
   CHECK(busy.code == 2);
   CHECK(busy.output.find("in use by another lmx process (pid " + std::to_string(pid) + ")") != std::string::npos);
@@ -39,6 +39,7 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   CHECK(busy_run.code == 2);
   CHECK(busy_run.output.find("in use by another lmx process (pid ") != std::string::npos);
   kill(pid, SIGINT);  // the sweep forwards it to its running child
+  lmx::test::thaw(pid);
   CHECK(wait_exit(pid) == 130);
   INFO(read_file(dir.file("sweep.log")));
   CHECK(read_checkpoint(out + "/runs/001-long-s0/seed0/model.safetensors").metadata.at("status") == "interrupted");
@@ -46,7 +47,7 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   const auto short_time = fs::last_write_time(out + "/runs/000-short-s0/seed0/model.safetensors");
 
   // A changed spec is refused.
-  auto changed = dir.write("changed.yaml", read_file(spec).replace(read_file(spec).find("2400"), 4, "2399"));
+  auto changed = dir.write("changed.yaml", read_file(spec).replace(read_file(spec).find("steps: 300"), 10, "steps: 299"));
   auto bad = lmx::test::run_lmx("-q sweep '" + changed + "' --resume '" + out + "'");
   CHECK(bad.code == 2);
   CHECK(bad.output.find("differs") != std::string::npos);
@@ -67,14 +68,14 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   int ok = 0;
   for (const auto& row : t.rows) ok += row[2] == "ok";
   CHECK(ok == 3);
-  CHECK(lines(out + "/runs/001-long-s0/seed0/metrics.csv") == 2401);
+  CHECK(lines(out + "/runs/001-long-s0/seed0/metrics.csv") == 301);
 }
 
 TEST_CASE("lmx ablate --resume continues an interrupted ablation", "[resume][sweep][cli][signal]") {
   TempDir dir;
   const std::string out = dir.file("out");
   const std::string common =
-      "--one-at-a-time --order norm --jobs 1 --set train.steps=600 --set train.eval_every=0 --set data.train_docs=100 "
+      "--one-at-a-time --order norm --jobs 1 --set train.steps=300 --set train.eval_every=0 --set data.train_docs=100 "
       "--set data.val_docs=20 --set data.test_docs=20 --set train.batch_size=8";
   auto args = split_args("-q --threads 1 ablate " + common);
   args.insert(args.end(), {"--out", out});
@@ -89,7 +90,7 @@ TEST_CASE("lmx ablate --resume continues an interrupted ablation", "[resume][swe
   INFO(r.output);
   REQUIRE(r.code == 0);
   CHECK(r.output.find("0 finished run(s) kept, 1 continued") != std::string::npos);
-  CHECK(lines(out + "/runs/000-0_original-s0/seed0/metrics.csv") == 601);
+  CHECK(lines(out + "/runs/000-0_original-s0/seed0/metrics.csv") == 301);
   Table t = read_csv(out + "/ablation.csv");
   REQUIRE(t.rows.size() == 2);
   for (const auto& row : t.rows) CHECK(row.back() == "1");  // one finished seed per step

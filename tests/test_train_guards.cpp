@@ -159,11 +159,13 @@ TEST_CASE("two lmx train on one output folder: the second exits 2 naming the hol
   args.insert(args.end(), {"--out", cut});
   const pid_t pid = spawn_lmx(args, dir.file("cut.log"));
   REQUIRE(wait_for_lines(cut + "/seed0/metrics.csv", 4, pid));
+  lmx::test::freeze(pid);  // still running (holding its folder) through the check
   auto busy = lmx::test::run_lmx("train --resume '" + cut + "'");
   INFO(busy.output);
   CHECK(busy.code == 2);
   CHECK(busy.output.find("in use by another lmx process (pid " + std::to_string(pid) + ")") != std::string::npos);
   kill(pid, SIGINT);
+  lmx::test::thaw(pid);
   REQUIRE(wait_exit(pid) == 130);
   const pid_t r1 = spawn_lmx({"-q", "train", "--resume", cut}, dir.file("r1.log"));
   const pid_t r2 = spawn_lmx({"-q", "train", "--resume", cut}, dir.file("r2.log"));
