@@ -121,14 +121,19 @@ inline int wait_exit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Whether a spawned process has ended, without reaping it (wait_exit still gets its status).
+inline bool ended(pid_t pid) {
+  siginfo_t info{};
+  return waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
 // Waits until `path` has at least n lines (or the process ended); false on timeout / exit. The
 // limit is ctest's per-test one: a loaded machine is slow, not stuck.
 inline bool wait_for_lines(const std::string& path, size_t n, pid_t pid, double timeout_s = 600) {
   const auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < timeout_s) {
     if (std::filesystem::exists(path) && lines(path) >= n) return true;
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return false;
+    if (ended(pid)) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;

@@ -96,12 +96,6 @@ void require_same_runs(const std::string& ref, const std::string& got) {
 
 enum class Signal { Int, IntTwice, Term };
 
-// Whether pid has ended, without reaping it (test::wait_exit still gets its status).
-bool ended(pid_t pid) {
-  siginfo_t info{};
-  return waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
-}
-
 // Starts `args + --out out`, signals it after `delay` seconds, returns its exit code.
 int interrupt_at(std::vector<std::string> args, const std::string& out, const std::string& log, double delay,
                  Signal how) {
@@ -115,7 +109,8 @@ int interrupt_at(std::vector<std::string> args, const std::string& out, const st
   if (how == Signal::IntTwice) {
     // Signals do not queue: the second once lmx has taken the first (its message says so), or
     // at once when the run had ended before the first (a moment past its end).
-    for (int k = 0; k < 20000 && test::read_file(log).find("interrupt") == std::string::npos && !ended(pid); ++k)
+    for (int k = 0; k < 20000 && test::read_file(log).find("interrupt") == std::string::npos && !test::ended(pid);
+         ++k)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     kill(pid, SIGINT);
   }

@@ -47,7 +47,8 @@ TEST_CASE("lmx sweep --resume keeps finished runs and resumes the interrupted on
   const auto short_time = fs::last_write_time(out + "/runs/000-short-s0/seed0/model.safetensors");
 
   // A changed spec is refused.
-  auto changed = dir.write("changed.yaml", read_file(spec).replace(read_file(spec).find("steps: 300"), 10, "steps: 299"));
+  const std::string text = read_file(spec);
+  auto changed = dir.write("changed.yaml", std::string(text).replace(text.find("steps: 300"), 10, "steps: 299"));
   auto bad = lmx::test::run_lmx("-q sweep '" + changed + "' --resume '" + out + "'");
   CHECK(bad.code == 2);
   CHECK(bad.output.find("differs") != std::string::npos);

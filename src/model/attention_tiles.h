@@ -27,8 +27,8 @@ void scores(const float* A, int64_t rows, int64_t D, const float* Bt, int64_t ld
             float* S) {
   int64_t i0 = 0;
 #if defined(__AVX512F__)
-  // Two 4-row tiles at once, sharing each key load (see the top of the file); the first tile's rows also get
-  // the second's extra keys, past their causal range, which every caller overwrites.
+  // Two 4-row tiles at once, sharing each key load (see the top of the file); the first tile's
+  // rows also get the second's extra keys, past their causal range, which every caller overwrites.
   for (; i0 + 4 < rows; i0 += 8) {
     const int64_t n = hi(std::min(i0 + 7, rows - 1)), n8 = (n + 7) / 8 * 8;
     const float* a = A + i0 * D;
@@ -100,8 +100,8 @@ void pv(const float* P, int64_t ld, int64_t rows, Hi hi, const float* V, int64_t
         int64_t out_st, bool accumulate) {
   int64_t i0 = 0;
 #if defined(__AVX512F__)
-  // Two 4-row tiles at once, sharing each row of V (see the top of the file): keys [0, hi(first tile))
-  // go to both, the second tile's extra keys to it alone; each sum keeps its order.
+  // Two 4-row tiles at once, sharing each row of V (see the top of the file): keys [0,
+  // hi(first tile)) go to both, the second tile's extra keys to it alone; each sum keeps its order.
   if (D % 16 == 0)
     for (; i0 + 4 < rows; i0 += 8) {
       const int64_t ja = hi(i0 + 3), jb = hi(std::min(i0 + 7, rows - 1));
@@ -124,12 +124,12 @@ void pv(const float* P, int64_t ld, int64_t rows, Hi hi, const float* V, int64_t
     }
 #endif
   for (; i0 < rows; i0 += 4) {
-    const int64_t j0 = 0, j1 = hi(std::min(i0 + 3, rows - 1));
+    const int64_t j1 = hi(std::min(i0 + 3, rows - 1));
     const float *p0 = P + i0 * ld, *p1 = p0 + ld, *p2 = p1 + ld, *p3 = p2 + ld;
     int64_t c = 0;
     for (; c + 16 <= D; c += 16) {  // 4 rows × 16 columns
       Tile4x16 t;
-      for (int64_t j = j0; j < j1; ++j) {
+      for (int64_t j = 0; j < j1; ++j) {
         const float* vr = V + j * v_st + c;
         t.add(p0[j], p1[j], p2[j], p3[j], vr);
       }
@@ -141,7 +141,7 @@ void pv(const float* P, int64_t ld, int64_t rows, Hi hi, const float* V, int64_t
     }
     for (; c < D; c += 8) {
       v8f c0 = splat(0), c1 = c0, c2 = c0, c3 = c0;
-      for (int64_t j = j0; j < j1; ++j) {
+      for (int64_t j = 0; j < j1; ++j) {
         const v8f vv = vload(V + j * v_st + c);
         c0 += p0[j] * vv;
         c1 += p1[j] * vv;
@@ -166,8 +166,8 @@ void ptx(const float* P, int64_t ld, int64_t rows, int64_t cols, First first, co
          int64_t D, float* out, int64_t out_st) {
   int64_t j0 = 0;
 #if defined(__AVX512F__)
-  // Two 4-key tiles at once, sharing each row of X (see the top of the file): the second tile's keys are
-  // seen from a later row on; each sum keeps its order.
+  // Two 4-key tiles at once, sharing each row of X (see the top of the file): the second tile's
+  // keys are seen from a later row on; each sum keeps its order.
   if (D % 16 == 0)
     for (; j0 + 4 < cols; j0 += 8) {
       const int64_t ia = first(j0), ib = std::min(first(j0 + 4), rows), nb = std::min<int64_t>(4, cols - j0 - 4);
