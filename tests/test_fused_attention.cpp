@@ -22,13 +22,6 @@ using lmx::experiments::max_abs;
 
 namespace {
 
-// Restores the fused-attention switch at scope exit.
-struct FusedSwitch {
-  bool before = fused_attention_enabled();
-  explicit FusedSwitch(bool on) { set_fused_attention(on); }
-  ~FusedSwitch() { set_fused_attention(before); }
-};
-
 // The plain path on packed qkv (B, T, H + 2Hk, D): RoPE ops, repeat_interleave, masked softmax.
 torch::Tensor plain(const torch::Tensor& qkv, int64_t H, int64_t Hk, RoPEImpl* rope) {
   const int64_t D = qkv.size(3);
@@ -110,7 +103,7 @@ TEST_CASE("fused attention: whole-model logits and parameter gradients equal the
       torch::manual_seed(4);
       auto tokens = torch::randint(c.vocab_size, {4, 50}, torch::kInt64);
       auto run = [&](bool fused) {
-        FusedSwitch sw(fused);
+        FusedKernelsScope sw(fused);
         model->zero_grad();
         auto logits = model->forward(tokens);
         logits.pow(2).mean().backward();
@@ -133,7 +126,7 @@ TEST_CASE("fused attention: whole-model logits and parameter gradients equal the
 TEST_CASE("op_timer: each fused op's forward and backward time lands in its own kind, inside the step",
           "[model][fused][op_timer]") {
   using op_timer::Kind;
-  const Kind all[] = {Kind::Linear, Kind::Attention, Kind::Swiglu, Kind::Norm, Kind::Loss};
+  const Kind all[] = {Kind::Linear, Kind::Attention, Kind::Activation, Kind::Norm, Kind::Loss};
   for (const bool llama : {true, false}) {
     DYNAMIC_SECTION((llama ? "rope, GQA, RMSNorm, SwiGLU" : "sinusoidal, MHA, LayerNorm, ReLU")) {
       ModelConfig c = model_config(llama ? "rope" : "sinusoidal", llama ? 2 : 4, !llama);
@@ -156,7 +149,7 @@ TEST_CASE("op_timer: each fused op's forward and backward time lands in its own 
         return ms;
       };
       {
-        FusedSwitch sw(true);
+        FusedKernelsScope sw(true);
         const double ms = step(true);
         double sum = 0;
         for (Kind k : all) sum += op_timer::total_ms(k);
@@ -164,12 +157,12 @@ TEST_CASE("op_timer: each fused op's forward and backward time lands in its own 
         CHECK(op_timer::total_ms(Kind::Attention) > 0);
         CHECK(op_timer::total_ms(Kind::Norm) > 0);
         CHECK(op_timer::total_ms(Kind::Loss) > 0);
-        CHECK((op_timer::total_ms(Kind::Swiglu) > 0) == llama);  // ReLU is LibTorch's op, not timed
+        CHECK(op_timer::total_ms(Kind::Activation) > 0);  // SwiGLU, or ReLU
         CHECK(sum <= ms);  // the kinds do not nest: their sum is part of the step
         step(false);  // off: nothing counted
         for (Kind k : all) CHECK(op_timer::total_ms(k) == 0);
       }
-      FusedSwitch off(false);  // the plain path: none of lmx's Functions runs
+      FusedKernelsScope off(false);  // the plain path: none of lmx's Functions runs
       step(true);
       for (Kind k : all) CHECK(op_timer::total_ms(k) == 0);
     }
@@ -177,7 +170,7 @@ TEST_CASE("op_timer: each fused op's forward and backward time lands in its own 
 }
 
 TEST_CASE("fused attention: KV-cached decoding equals the full forward", "[model][attention][fused]") {
-  FusedSwitch sw(true);
+  FusedKernelsScope sw(true);
   for (std::string position : {"rope", "sinusoidal"}) {
     DYNAMIC_SECTION(position) {
       ModelConfig c = model_config(position, 2, false);
@@ -215,7 +208,7 @@ TEST_CASE("fused norms and residual + norm: the plain ops' values and gradients"
         // The outputs and the gradients of x, a and every parameter, fused kernels on or off
         // (off: LibTorch's layer_norm, or pow / mean / rsqrt / mul, and autograd's add).
         auto run = [&](bool fused) {
-          FusedSwitch sw(fused);
+          FusedKernelsScope sw(fused);
           auto x = x0.clone().requires_grad_(), a = a0.clone().requires_grad_();
           norm->zero_grad();
           auto [h, y] = mode == 0 ? std::pair{x, norm->forward(x)} : norm->add_forward(x, a);

@@ -1,8 +1,8 @@
 // The AVX-512 variant of the fused kernels (attention_kernels_avx512.cpp: 16-float register
 // tiles) against the AVX2 one, bit for bit: both sum every value in the same order, so a run
 // gives the same numbers whichever the CPU picks. Odd lengths, head dims 8-64, GQA, RoPE in
-// both layouts, a query offset (decoding); SwiGLU, both norms with and without a residual,
-// cross-entropy. The AVX-512 attention kernels pair 4-row tiles where they can (lengths 9, 13,
+// both layouts, a query offset (decoding); the FFN activations (plain and gated), both norms
+// with and without a residual, cross-entropy. The AVX-512 attention kernels pair 4-row tiles where they can (lengths 9, 13,
 // 29, 37, 70 end between pairs; head dim 24 takes the unpaired path). Runs where the CPU has
 // AVX-512 (F, VL, BW, DQ); elsewhere it says so and checks nothing.
 #include "catch.h"
@@ -121,22 +121,33 @@ TEST_CASE("kernel variants: AVX-512 attention kernels give the AVX2 kernels' bit
   }
 }
 
-TEST_CASE("kernel variants: AVX-512 SwiGLU, norms and cross-entropy give the AVX2 bits", "[model][fused][isa]") {
+TEST_CASE("kernel variants: AVX-512 FFN activations, norms and cross-entropy give the AVX2 bits",
+          "[model][fused][isa]") {
   if (!cpu_runs_avx512()) {
     WARN("this CPU has no AVX-512 (F, VL, BW, DQ): the AVX-512 variant is not run here");
     return;
   }
-  for (const int64_t F : {8, 171, 256, 3}) {
-    INFO("SwiGLU F " << F);
-    const int64_t rows = 9;
-    const auto gu = normal(rows * 2 * F, 5, 3.0f), dy = normal(rows * F, 6);
-    std::vector<float> o1(rows * F), o2(rows * F), d1(rows * 2 * F), d2(rows * 2 * F);
-    avx2::swiglu_forward(gu.data(), rows, F, o1.data());
-    avx512::swiglu_forward(gu.data(), rows, F, o2.data());
-    avx2::swiglu_backward(gu.data(), dy.data(), rows, F, d1.data());
-    avx512::swiglu_backward(gu.data(), dy.data(), rows, F, d2.data());
-    CHECK(same_bits(o1, o2));
-    CHECK(same_bits(d1, d2));
+  for (const ActKind kind : {ActKind::Relu, ActKind::Gelu, ActKind::GeluTanh, ActKind::Silu, ActKind::Swish}) {
+    const ActOp op{kind, kind == ActKind::Swish ? 1.7f : 1.0f};
+    for (const int64_t F : {8, 171, 256, 3}) {
+      INFO("activation " << static_cast<int>(kind) << " F " << F);
+      const int64_t rows = 9;
+      const auto gu = normal(rows * 2 * F, 5, 3.0f), dy = normal(rows * F, 6);
+      std::vector<float> o1(rows * F), o2(rows * F), d1(rows * 2 * F), d2(rows * 2 * F);
+      avx2::glu_forward(op, gu.data(), rows, F, o1.data());  // gated
+      avx512::glu_forward(op, gu.data(), rows, F, o2.data());
+      avx2::glu_backward(op, gu.data(), dy.data(), rows, F, d1.data());
+      avx512::glu_backward(op, gu.data(), dy.data(), rows, F, d2.data());
+      CHECK(same_bits(o1, o2));
+      CHECK(same_bits(d1, d2));
+      const int64_t n = rows * F;  // plain, over the first n of gu
+      avx2::act_forward(op, gu.data(), n, o1.data());
+      avx512::act_forward(op, gu.data(), n, o2.data());
+      avx2::act_backward(op, gu.data(), dy.data(), n, d1.data());
+      avx512::act_backward(op, gu.data(), dy.data(), n, d2.data());
+      CHECK(same_bits(o1, o2));
+      CHECK(same_bits(d1, d2));
+    }
   }
   for (const int64_t C : {64, 100, 7}) {
     for (const bool residual : {false, true}) {

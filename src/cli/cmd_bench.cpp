@@ -176,7 +176,7 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
   const std::pair<op_timer::Kind, const char*> kinds[] = {
       {op_timer::Kind::Linear, "fwd+bwd in linear layers (GEMMs)"},
       {op_timer::Kind::Attention, "fwd+bwd in fused attention"},
-      {op_timer::Kind::Swiglu, "fwd+bwd in fused SwiGLU"},
+      {op_timer::Kind::Activation, "fwd+bwd in fused FFN activations"},
       {op_timer::Kind::Norm, "fwd+bwd in norms (+ residual adds)"},
       {op_timer::Kind::Loss, "fwd+bwd in fused cross-entropy"}};
   double ours = 0;

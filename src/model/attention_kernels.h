@@ -52,12 +52,21 @@ struct BackwardArgs {
 };
 using BackwardFn = void (*)(const BackwardArgs&, const AttnShape&, float* scratch);
 
-// SwiGLU on rows of the packed gate|up projection gu (rows, 2F): out (rows, F) =
-// silu(gate)·up; backward: dgu (rows, 2F) from dout. Same kernel files, same dispatch.
-using SwigluForwardFn = void (*)(const float* gu, int64_t rows, int64_t F, float* out);
-using SwigluBackwardFn = void (*)(const float* gu, const float* dout, int64_t rows, int64_t F, float* dgu);
-SwigluForwardFn swiglu_forward_kernel();
-SwigluBackwardFn swiglu_backward_kernel();
+// FFN activations (ffn_kernels_impl.h; same kernel files, same dispatch). Plain: y = φ(x) over
+// n floats, backward dx = dy·φ'(x). Gated, on rows of the packed gate|up projection gu (rows,
+// 2F): out (rows, F) = φ(gate)·up; backward: dgu (rows, 2F) from dout. beta: swish's β.
+enum class ActKind : int32_t { Relu, Gelu, GeluTanh, Silu, Swish };
+struct ActOp {
+  ActKind kind = ActKind::Relu;
+  float beta = 1.0f;
+};
+struct FfnKernels {
+  void (*act_forward)(const ActOp&, const float* x, int64_t n, float* y);
+  void (*act_backward)(const ActOp&, const float* x, const float* dy, int64_t n, float* dx);
+  void (*glu_forward)(const ActOp&, const float* gu, int64_t rows, int64_t F, float* out);
+  void (*glu_backward)(const ActOp&, const float* gu, const float* dout, int64_t rows, int64_t F, float* dgu);
+};
+const FfnKernels& ffn_kernels();
 
 // LayerNorm / RMSNorm over rows of C floats (norm_kernels_impl.h): y (and h = x + a when the
 // residual branch a is not null), each row's mean (LayerNorm) and 1/σ or 1/rms in rstd.
@@ -108,8 +117,10 @@ const char* kernel_isa_capped(const char* cap);
   namespace ns {                                                                \
   void forward(const ForwardArgs&, const AttnShape&, float*);                   \
   void backward(const BackwardArgs&, const AttnShape&, float*);                 \
-  void swiglu_forward(const float*, int64_t, int64_t, float*);                  \
-  void swiglu_backward(const float*, const float*, int64_t, int64_t, float*);   \
+  void act_forward(const ActOp&, const float*, int64_t, float*);                          \
+  void act_backward(const ActOp&, const float*, const float*, int64_t, float*);           \
+  void glu_forward(const ActOp&, const float*, int64_t, int64_t, float*);                 \
+  void glu_backward(const ActOp&, const float*, const float*, int64_t, int64_t, float*);  \
   void layernorm_forward(const NormArgs&, int64_t, int64_t);                    \
   void rmsnorm_forward(const NormArgs&, int64_t, int64_t);                      \
   void layernorm_backward(const NormGradArgs&, int64_t, int64_t);               \

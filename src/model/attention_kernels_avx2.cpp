@@ -2,6 +2,6 @@
 // this file only); attention_kernels_generic.cpp picks this variant when the CPU has both.
 #define LMX_KERNEL_NS avx2
 #include "model/attention_kernels_impl.h"
+#include "model/ffn_kernels_impl.h"
 #include "model/loss_kernels_impl.h"
 #include "model/norm_kernels_impl.h"
-#include "model/swiglu_kernels_impl.h"

@@ -7,6 +7,6 @@
 // 1.10x (scripts/dev/kernel_ab.sh --avx512, AMD Zen 5).
 #define LMX_KERNEL_NS avx512
 #include "model/attention_kernels_impl.h"
+#include "model/ffn_kernels_impl.h"
 #include "model/loss_kernels_impl.h"
 #include "model/norm_kernels_impl.h"
-#include "model/swiglu_kernels_impl.h"

@@ -1,9 +1,9 @@
 // The fused attention kernels for any x86-64 (SSE2), and the run-time choice of variant.
 #define LMX_KERNEL_NS generic
 #include "model/attention_kernels_impl.h"
+#include "model/ffn_kernels_impl.h"
 #include "model/loss_kernels_impl.h"
 #include "model/norm_kernels_impl.h"
-#include "model/swiglu_kernels_impl.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -86,16 +86,12 @@ BackwardFn backward_kernel() {
   return fn;
 }
 
-SwigluForwardFn swiglu_forward_kernel() {
-  static const SwigluForwardFn fn =
-      pick<SwigluForwardFn>(&avx512::swiglu_forward, &avx2::swiglu_forward, &generic::swiglu_forward);
-  return fn;
-}
-
-SwigluBackwardFn swiglu_backward_kernel() {
-  static const SwigluBackwardFn fn =
-      pick<SwigluBackwardFn>(&avx512::swiglu_backward, &avx2::swiglu_backward, &generic::swiglu_backward);
-  return fn;
+const FfnKernels& ffn_kernels() {
+  static const FfnKernels k = pick<FfnKernels>(
+      {&avx512::act_forward, &avx512::act_backward, &avx512::glu_forward, &avx512::glu_backward},
+      {&avx2::act_forward, &avx2::act_backward, &avx2::glu_forward, &avx2::glu_backward},
+      {&generic::act_forward, &generic::act_backward, &generic::glu_forward, &generic::glu_backward});
+  return k;
 }
 
 const NormKernels& norm_kernels() {

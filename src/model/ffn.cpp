@@ -40,6 +40,88 @@ torch::Tensor activation(const std::string& name, const torch::Tensor& x, double
   return activate(activation_from_name(name), x, swish_beta);
 }
 
+namespace {
+
+kernels::ActOp kernel_op(Activation act, double beta) {
+  kernels::ActOp op;
+  op.beta = static_cast<float>(beta);
+  switch (act) {
+    case Activation::Relu: op.kind = kernels::ActKind::Relu; break;
+    case Activation::Gelu: op.kind = kernels::ActKind::Gelu; break;
+    case Activation::GeluTanh: op.kind = kernels::ActKind::GeluTanh; break;
+    case Activation::Silu: op.kind = kernels::ActKind::Silu; break;
+    case Activation::Swish: op.kind = kernels::ActKind::Swish; break;
+  }
+  return op;
+}
+
+// φ(x) (any shape) as one autograd op on the fused kernel; the backward recomputes φ'(x) from
+// the saved input. ReLU runs in place (x: a temporary nothing else keeps, e.g. a GEMM's output)
+// and keeps its output, whose sign is the input's: one tensor less to allocate and write.
+class ActFn : public torch::autograd::Function<ActFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in, int64_t act,
+                               double beta) {
+    op_timer::Scope timed(op_timer::Kind::Activation);
+    const auto op = kernel_op(static_cast<Activation>(act), beta);
+    ctx->saved_data["act"] = act;
+    ctx->saved_data["beta"] = beta;
+    if (op.kind == kernels::ActKind::Relu && x_in.is_contiguous()) {
+      kernels::ffn_kernels().act_forward(op, x_in.data_ptr<float>(), x_in.numel(), x_in.data_ptr<float>());
+      ctx->mark_dirty({x_in});
+      ctx->save_for_backward({x_in});
+      return x_in;
+    }
+    auto x = x_in.contiguous();
+    auto y = torch::empty_like(x);
+    kernels::ffn_kernels().act_forward(op, x.data_ptr<float>(), x.numel(), y.data_ptr<float>());
+    ctx->save_for_backward({x});
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    op_timer::Scope timed(op_timer::Kind::Activation);
+    auto x = ctx->get_saved_variables()[0];
+    auto dy = grads[0].contiguous();
+    auto dx = torch::empty_like(x);
+    const auto op = kernel_op(static_cast<Activation>(ctx->saved_data["act"].toInt()), ctx->saved_data["beta"].toDouble());
+    kernels::ffn_kernels().act_backward(op, x.data_ptr<float>(), dy.data_ptr<float>(), x.numel(), dx.data_ptr<float>());
+    return {dx, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// φ(gate)·up on the packed (rows, 2F) output of one gate|up GEMM, as one autograd op whose
+// backward writes the packed gradient (no narrow views, no separate activation / mul ops).
+class GluFn : public torch::autograd::Function<GluFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gu_in, int64_t act,
+                               double beta) {
+    op_timer::Scope timed(op_timer::Kind::Activation);
+    auto gu = gu_in.contiguous();
+    const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
+    auto out = torch::empty({rows, F}, gu.options());
+    const auto op = kernel_op(static_cast<Activation>(act), beta);
+    kernels::ffn_kernels().glu_forward(op, gu.data_ptr<float>(), rows, F, out.data_ptr<float>());
+    ctx->save_for_backward({gu});
+    ctx->saved_data["act"] = act;
+    ctx->saved_data["beta"] = beta;
+    return out;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    op_timer::Scope timed(op_timer::Kind::Activation);
+    auto gu = ctx->get_saved_variables()[0];
+    auto dy = grads[0].contiguous();
+    auto dgu = torch::empty_like(gu);
+    const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
+    const auto op = kernel_op(static_cast<Activation>(ctx->saved_data["act"].toInt()), ctx->saved_data["beta"].toDouble());
+    kernels::ffn_kernels().glu_backward(op, gu.data_ptr<float>(), dy.data_ptr<float>(), rows, F, dgu.data_ptr<float>());
+    return {dgu, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
 PlainFfnImpl::PlainFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), beta_(cfg.swish_beta) {
   const int64_t F = cfg.ffn_hidden(/*gated=*/false);
   up_proj = register_module("up_proj", make_linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
@@ -47,11 +129,14 @@ PlainFfnImpl::PlainFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), 
 }
 
 torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
-  // On (B·T, ·) rows: ReLU in place on the projection's output (a temporary the linear's
+  // On (B·T, ·) rows: ReLU runs in place on the projection's output (a temporary the linear's
   // backward does not keep, and not a view, which would make autograd copy it back): one
   // (B, T, F) tensor less to allocate and write.
   auto h = linear_2d(x.reshape({-1, x.size(-1)}), up_proj);  // (B·T, F)
-  h = act_ == Activation::Relu ? h.relu_() : activate(act_, h, beta_);
+  if (fused_kernels_take(h))
+    h = ActFn::apply(h, static_cast<int64_t>(act_), beta_);  // the fused kernel (ffn_kernels_impl.h)
+  else
+    h = act_ == Activation::Relu ? h.relu_() : activate(act_, h, beta_);
   auto shape = x.sizes().vec();
   if (keep_hidden) {
     shape.back() = h.size(-1);
@@ -68,44 +153,15 @@ GatedFfnImpl::GatedFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), 
   down_proj = register_module("down_proj", make_linear(F, cfg.d_model, /*with_bias=*/cfg.bias));
 }
 
-namespace {
-
-// silu(gate)·up on the packed (rows, 2F) output of one gate|up GEMM, as one autograd op whose
-// backward writes the packed gradient (no narrow views, no separate silu / mul ops).
-class SwigluFn : public torch::autograd::Function<SwigluFn> {
- public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gu_in) {
-    op_timer::Scope timed(op_timer::Kind::Swiglu);
-    auto gu = gu_in.contiguous();
-    const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
-    auto out = torch::empty({rows, F}, gu.options());
-    kernels::swiglu_forward_kernel()(gu.data_ptr<float>(), rows, F, out.data_ptr<float>());
-    ctx->save_for_backward({gu});
-    return out;
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    op_timer::Scope timed(op_timer::Kind::Swiglu);
-    auto gu = ctx->get_saved_variables()[0];
-    auto dy = grads[0].contiguous();
-    auto dgu = torch::empty_like(gu);
-    const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
-    kernels::swiglu_backward_kernel()(gu.data_ptr<float>(), dy.data_ptr<float>(), rows, F, dgu.data_ptr<float>());
-    return {dgu};
-  }
-};
-
-}  // namespace
-
 torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
-  if (act_ == Activation::Silu && !keep_hidden && fused_kernels_take(x)) {
-    // SwiGLU: one GEMM with gate_proj and up_proj stacked (the parameters keep their names),
-    // then the fused silu·mul.
+  if (!keep_hidden && fused_kernels_take(x)) {
+    // One GEMM with gate_proj and up_proj stacked (the parameters keep their names), then the
+    // fused φ(gate)·up.
     auto w = torch::cat({gate_proj->weight, up_proj->weight}, 0);  // (2F, C)
     auto b = gate_proj->bias.defined() ? torch::cat({gate_proj->bias, up_proj->bias}, 0) : torch::Tensor();
     auto gu = linear_2d(x.reshape({-1, x.size(-1)}), w, b);   // (B·T, 2F)
     auto shape = x.sizes().vec();
-    return linear_2d(SwigluFn::apply(gu), down_proj).view(shape);  // (B, T, C)
+    return linear_2d(GluFn::apply(gu, static_cast<int64_t>(act_), beta_), down_proj).view(shape);  // (B, T, C)
   }
   auto g = activate(act_, linear_2d(x, gate_proj), beta_);  // (B, T, F) φ(W1x)
   if (keep_hidden) last_hidden = g.detach();

@@ -15,10 +15,19 @@ namespace lmx {
 // Whether the kernels handle this case: float32 on the CPU, head dim a multiple of 8 up to
 // 256, and fused attention enabled (set_fused_attention; LMX_FUSED_ATTENTION=0 turns it off).
 // The same switch turns the other fused float32 kernels on and off: LayerNorm / RMSNorm with
-// the residual add (model/norm.cpp), SwiGLU (model/ffn.cpp), cross-entropy (model/loss.h).
+// the residual add (model/norm.cpp), the FFN activations but ReLU (model/ffn.cpp), cross-entropy
+// (model/loss.h).
 bool fused_attention_supported(const torch::Tensor& x, int64_t head_dim);
 void set_fused_attention(bool enabled);
 bool fused_attention_enabled();
+// Sets the switch for its lifetime, then restores it (tests, A/B runs).
+struct FusedKernelsScope {
+  bool before = fused_attention_enabled();
+  explicit FusedKernelsScope(bool on) { set_fused_attention(on); }
+  ~FusedKernelsScope() { set_fused_attention(before); }
+  FusedKernelsScope(const FusedKernelsScope&) = delete;
+  FusedKernelsScope& operator=(const FusedKernelsScope&) = delete;
+};
 // Whether the fused kernels take x: enabled, float32, on the CPU.
 bool fused_kernels_take(const torch::Tensor& x);
 

@@ -1,8 +1,8 @@
 // Where a training step's time goes, measured inside the step: each of lmx's own autograd
-// Functions (the linear layers' GEMMs, fused attention, SwiGLU, the norms, cross-entropy) adds
-// the wall time of its forward and backward to a per-kind total while timing is on. `lmx bench
-// --breakdown` turns it on for its timed steps; the step's time minus these totals is what
-// LibTorch's own ops (embedding, the other activations, views, concatenations), the autograd
+// Functions (the linear layers' GEMMs, fused attention, the FFN activations, the norms,
+// cross-entropy) adds the wall time of its forward and backward to a per-kind total while timing
+// is on. `lmx bench --breakdown` turns it on for its timed steps; the step's time minus these
+// totals is what LibTorch's own ops (embedding, ReLU, views, concatenations), the autograd
 // engine and allocation cost. Off (the default) a scope costs one relaxed atomic load.
 #pragma once
 #include <array>
@@ -12,7 +12,7 @@
 
 namespace lmx::op_timer {
 
-enum class Kind { Linear, Attention, Swiglu, Norm, Loss };  // Loss last: kKinds counts from it
+enum class Kind { Linear, Attention, Activation, Norm, Loss };  // Loss last: kKinds counts from it
 inline constexpr int kKinds = static_cast<int>(Kind::Loss) + 1;
 
 namespace detail {
