@@ -125,8 +125,8 @@ TEST_CASE("fused FFN activations: values and derivatives within 1e-6 (relative) 
             const double xi = x[i];
             if (!close(y[i], ref.phi(xi)) || !close(dx[i], ref.dphi(xi)) || !close(dx2[i], -2.5 * ref.dphi(xi), 2.5)) {
               if (++bad <= 5)
-                FAIL_CHECK(std::setprecision(10) << "x " << xi << ": φ " << y[i] << " vs " << ref.phi(xi) << ", φ' " << dx[i] << " vs "
-                                << ref.dphi(xi) << ", -2.5φ' " << dx2[i]);
+                FAIL_CHECK(std::setprecision(10) << "x " << xi << ": φ " << y[i] << " vs " << ref.phi(xi) << ", φ' "
+                                                 << dx[i] << " vs " << ref.dphi(xi) << ", -2.5φ' " << dx2[i]);
             }
           }
           CHECK(bad == 0);

@@ -55,6 +55,16 @@ kernels::ActOp kernel_op(Activation act, double beta) {
   return op;
 }
 
+// The op of an ActFn / GluFn, kept in its context for the backward.
+kernels::ActOp save_op(torch::autograd::AutogradContext* ctx, int64_t act, double beta) {
+  ctx->saved_data["act"] = act;
+  ctx->saved_data["beta"] = beta;
+  return kernel_op(static_cast<Activation>(act), beta);
+}
+kernels::ActOp saved_op(torch::autograd::AutogradContext* ctx) {
+  return kernel_op(static_cast<Activation>(ctx->saved_data["act"].toInt()), ctx->saved_data["beta"].toDouble());
+}
+
 // φ(x) (any shape) as one autograd op on the fused kernel; the backward recomputes φ'(x) from
 // the saved input. ReLU runs in place (x: a temporary nothing else keeps, e.g. a GEMM's output)
 // and keeps its output, whose sign is the input's: one tensor less to allocate and write.
@@ -63,9 +73,7 @@ class ActFn : public torch::autograd::Function<ActFn> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in, int64_t act,
                                double beta) {
     op_timer::Scope timed(op_timer::Kind::Activation);
-    const auto op = kernel_op(static_cast<Activation>(act), beta);
-    ctx->saved_data["act"] = act;
-    ctx->saved_data["beta"] = beta;
+    const auto op = save_op(ctx, act, beta);
     if (op.kind == kernels::ActKind::Relu && x_in.is_contiguous()) {
       kernels::ffn_kernels().act_forward(op, x_in.data_ptr<float>(), x_in.numel(), x_in.data_ptr<float>());
       ctx->mark_dirty({x_in});
@@ -84,8 +92,8 @@ class ActFn : public torch::autograd::Function<ActFn> {
     auto x = ctx->get_saved_variables()[0];
     auto dy = grads[0].contiguous();
     auto dx = torch::empty_like(x);
-    const auto op = kernel_op(static_cast<Activation>(ctx->saved_data["act"].toInt()), ctx->saved_data["beta"].toDouble());
-    kernels::ffn_kernels().act_backward(op, x.data_ptr<float>(), dy.data_ptr<float>(), x.numel(), dx.data_ptr<float>());
+    kernels::ffn_kernels().act_backward(saved_op(ctx), x.data_ptr<float>(), dy.data_ptr<float>(), x.numel(),
+                                        dx.data_ptr<float>());
     return {dx, torch::Tensor(), torch::Tensor()};
   }
 };
@@ -100,11 +108,8 @@ class GluFn : public torch::autograd::Function<GluFn> {
     auto gu = gu_in.contiguous();
     const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
     auto out = torch::empty({rows, F}, gu.options());
-    const auto op = kernel_op(static_cast<Activation>(act), beta);
-    kernels::ffn_kernels().glu_forward(op, gu.data_ptr<float>(), rows, F, out.data_ptr<float>());
+    kernels::ffn_kernels().glu_forward(save_op(ctx, act, beta), gu.data_ptr<float>(), rows, F, out.data_ptr<float>());
     ctx->save_for_backward({gu});
-    ctx->saved_data["act"] = act;
-    ctx->saved_data["beta"] = beta;
     return out;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -114,8 +119,8 @@ class GluFn : public torch::autograd::Function<GluFn> {
     auto dy = grads[0].contiguous();
     auto dgu = torch::empty_like(gu);
     const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
-    const auto op = kernel_op(static_cast<Activation>(ctx->saved_data["act"].toInt()), ctx->saved_data["beta"].toDouble());
-    kernels::ffn_kernels().glu_backward(op, gu.data_ptr<float>(), dy.data_ptr<float>(), rows, F, dgu.data_ptr<float>());
+    kernels::ffn_kernels().glu_backward(saved_op(ctx), gu.data_ptr<float>(), dy.data_ptr<float>(), rows, F,
+                                        dgu.data_ptr<float>());
     return {dgu, torch::Tensor(), torch::Tensor()};
   }
 };
