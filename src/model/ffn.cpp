@@ -42,17 +42,17 @@ torch::Tensor activation(const std::string& name, const torch::Tensor& x, double
 
 namespace {
 
+// The fused kernels' op for act (a new Activation needs its case here: -Wswitch says so).
 kernels::ActOp kernel_op(Activation act, double beta) {
-  kernels::ActOp op;
-  op.beta = static_cast<float>(beta);
+  const float b = static_cast<float>(beta);
   switch (act) {
-    case Activation::Relu: op.kind = kernels::ActKind::Relu; break;
-    case Activation::Gelu: op.kind = kernels::ActKind::Gelu; break;
-    case Activation::GeluTanh: op.kind = kernels::ActKind::GeluTanh; break;
-    case Activation::Silu: op.kind = kernels::ActKind::Silu; break;
-    case Activation::Swish: op.kind = kernels::ActKind::Swish; break;
+    case Activation::Relu: return {kernels::ActKind::Relu, b};
+    case Activation::Gelu: return {kernels::ActKind::Gelu, b};
+    case Activation::GeluTanh: return {kernels::ActKind::GeluTanh, b};
+    case Activation::Silu: return {kernels::ActKind::Silu, b};
+    case Activation::Swish: return {kernels::ActKind::Swish, b};
   }
-  return op;
+  throw RuntimeError("kernel_op: an activation without a fused kernel");
 }
 
 // The op of an ActFn / GluFn, kept in its context for the backward.
