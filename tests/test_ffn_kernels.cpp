@@ -5,6 +5,7 @@
 #include "experiments/probe.h"
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <iomanip>
 #include <string>
@@ -34,11 +35,15 @@ bool cpu_runs(const char* isa) {
 
 struct Variant {
   const char* isa;
-  void (*fwd)(const ActOp&, const float*, int64_t, float*);
-  void (*bwd)(const ActOp&, const float*, const float*, int64_t, float*);
-  void (*glu_fwd)(const ActOp&, const float*, int64_t, int64_t, float*);
-  void (*glu_bwd)(const ActOp&, const float*, const float*, int64_t, int64_t, float*);
+  void (*fwd)(const ActOp&, const float*, int64_t, float*, float*);
+  void (*bwd)(const ActOp&, const float*, const float*, const float*, int64_t, float*);
+  void (*glu_fwd)(const ActOp&, const float*, int64_t, int64_t, float*, float*);
+  void (*glu_bwd)(const ActOp&, const float*, const float*, const float*, int64_t, int64_t, float*);
 };
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
 
 const Variant kVariants[] = {
     {"sse2", &kernels::generic::act_forward, &kernels::generic::act_backward, &kernels::generic::glu_forward,
@@ -117,9 +122,15 @@ TEST_CASE("fused FFN activations: values and derivatives within 1e-6 (relative) 
           const Closed ref = closed_form(kind, beta);
           // Plain: y = φ(x), dx = dy·φ'(x) with dy = 1 (and a second pass with dy = -2.5).
           std::vector<float> y(n), dx(n), ones(n, 1.0f), twos(n, -2.5f), dx2(n);
-          var.fwd(op, x.data(), n, y.data());
-          var.bwd(op, x.data(), ones.data(), n, dx.data());
-          var.bwd(op, x.data(), twos.data(), n, dx2.data());
+          var.fwd(op, x.data(), n, y.data(), nullptr);
+          var.bwd(op, x.data(), nullptr, ones.data(), n, dx.data());
+          var.bwd(op, x.data(), nullptr, twos.data(), n, dx2.data());
+          // With the forward's kept part (GELU's Φ; ignored by the others): the same bits.
+          std::vector<float> y_kept(n), keep(n), dx_kept(n);
+          var.fwd(op, x.data(), n, y_kept.data(), keep.data());
+          var.bwd(op, x.data(), keep.data(), ones.data(), n, dx_kept.data());
+          CHECK(same_bits(y_kept, y));
+          CHECK(same_bits(dx_kept, dx));
           int bad = 0;
           for (int64_t i = 0; i < n; ++i) {
             const double xi = x[i];
@@ -135,8 +146,13 @@ TEST_CASE("fused FFN activations: values and derivatives within 1e-6 (relative) 
           std::vector<float> gu(rows * 2 * F), dy(rows * F), o(rows * F), dgu(rows * 2 * F);
           for (int64_t i = 0; i < rows * 2 * F; ++i) gu[i] = x[(i * 37) % n] * (i % 2 ? 0.5f : 1.0f);
           for (int64_t i = 0; i < rows * F; ++i) dy[i] = 0.25f * static_cast<float>((i * 7) % 11) - 1.3f;
-          var.glu_fwd(op, gu.data(), rows, F, o.data());
-          var.glu_bwd(op, gu.data(), dy.data(), rows, F, dgu.data());
+          var.glu_fwd(op, gu.data(), rows, F, o.data(), nullptr);
+          var.glu_bwd(op, gu.data(), nullptr, dy.data(), rows, F, dgu.data());
+          std::vector<float> o_kept(rows * F), keep_g(rows * F), dgu_kept(rows * 2 * F);
+          var.glu_fwd(op, gu.data(), rows, F, o_kept.data(), keep_g.data());
+          var.glu_bwd(op, gu.data(), keep_g.data(), dy.data(), rows, F, dgu_kept.data());
+          CHECK(same_bits(o_kept, o));
+          CHECK(same_bits(dgu_kept, dgu));
           int bad_glu = 0;
           for (int64_t r = 0; r < rows; ++r)
             for (int64_t f = 0; f < F; ++f) {

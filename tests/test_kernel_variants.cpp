@@ -134,18 +134,21 @@ TEST_CASE("kernel variants: AVX-512 FFN activations, norms and cross-entropy giv
       const int64_t rows = 9;
       const auto gu = normal(rows * 2 * F, 5, 3.0f), dy = normal(rows * F, 6);
       std::vector<float> o1(rows * F), o2(rows * F), d1(rows * 2 * F), d2(rows * 2 * F);
-      avx2::glu_forward(op, gu.data(), rows, F, o1.data());  // gated
-      avx512::glu_forward(op, gu.data(), rows, F, o2.data());
-      avx2::glu_backward(op, gu.data(), dy.data(), rows, F, d1.data());
-      avx512::glu_backward(op, gu.data(), dy.data(), rows, F, d2.data());
+      std::vector<float> k1(rows * F), k2(rows * F);  // GELU's kept Φ
+      avx2::glu_forward(op, gu.data(), rows, F, o1.data(), k1.data());  // gated
+      avx512::glu_forward(op, gu.data(), rows, F, o2.data(), k2.data());
+      avx2::glu_backward(op, gu.data(), k1.data(), dy.data(), rows, F, d1.data());
+      avx512::glu_backward(op, gu.data(), k2.data(), dy.data(), rows, F, d2.data());
       CHECK(same_bits(o1, o2));
+      CHECK(same_bits(k1, k2));
       CHECK(same_bits(d1, d2));
       const int64_t n = rows * F;  // plain, over the first n of gu
-      avx2::act_forward(op, gu.data(), n, o1.data());
-      avx512::act_forward(op, gu.data(), n, o2.data());
-      avx2::act_backward(op, gu.data(), dy.data(), n, d1.data());
-      avx512::act_backward(op, gu.data(), dy.data(), n, d2.data());
+      avx2::act_forward(op, gu.data(), n, o1.data(), k1.data());
+      avx512::act_forward(op, gu.data(), n, o2.data(), k2.data());
+      avx2::act_backward(op, gu.data(), k1.data(), dy.data(), n, d1.data());
+      avx512::act_backward(op, gu.data(), k2.data(), dy.data(), n, d2.data());
       CHECK(same_bits(o1, o2));
+      CHECK(same_bits(k1, k2));
       CHECK(same_bits(d1, d2));
     }
   }

@@ -55,16 +55,21 @@ using BackwardFn = void (*)(const BackwardArgs&, const AttnShape&, float* scratc
 // FFN activations (ffn_kernels_impl.h; same kernel files, same dispatch). Plain: y = φ(x) over
 // n floats, backward dx = dy·φ'(x). Gated, on rows of the packed gate|up projection gu (rows,
 // 2F): out (rows, F) = φ(gate)·up; backward: dgu (rows, 2F) from dout. beta: swish's β.
+// keep (optional, null: none): where act_keeps(kind) (GELU: Φ), the forward writes the part of
+// φ the backward would recompute (n floats, or rows × F), and the backward reads it instead:
+// the same bits either way.
 enum class ActKind : int32_t { Relu, Gelu, GeluTanh, Silu, Swish };
 struct ActOp {
   ActKind kind = ActKind::Relu;
   float beta = 1.0f;
 };
+inline bool act_keeps(ActKind kind) { return kind == ActKind::Gelu; }
 struct FfnKernels {
-  void (*act_forward)(const ActOp&, const float* x, int64_t n, float* y);
-  void (*act_backward)(const ActOp&, const float* x, const float* dy, int64_t n, float* dx);
-  void (*glu_forward)(const ActOp&, const float* gu, int64_t rows, int64_t F, float* out);
-  void (*glu_backward)(const ActOp&, const float* gu, const float* dout, int64_t rows, int64_t F, float* dgu);
+  void (*act_forward)(const ActOp&, const float* x, int64_t n, float* y, float* keep);
+  void (*act_backward)(const ActOp&, const float* x, const float* keep, const float* dy, int64_t n, float* dx);
+  void (*glu_forward)(const ActOp&, const float* gu, int64_t rows, int64_t F, float* out, float* keep);
+  void (*glu_backward)(const ActOp&, const float* gu, const float* keep, const float* dout, int64_t rows, int64_t F,
+                       float* dgu);
 };
 const FfnKernels& ffn_kernels();
 
@@ -113,19 +118,19 @@ const char* kernel_isa();  // "avx512", "avx2+fma" or "sse2": the variant in use
 const char* kernel_isa_capped(const char* cap);
 
 // Every variant's entry points, declared once per namespace.
-#define LMX_KERNEL_VARIANT(ns)                                                  \
-  namespace ns {                                                                \
-  void forward(const ForwardArgs&, const AttnShape&, float*);                   \
-  void backward(const BackwardArgs&, const AttnShape&, float*);                 \
-  void act_forward(const ActOp&, const float*, int64_t, float*);                          \
-  void act_backward(const ActOp&, const float*, const float*, int64_t, float*);           \
-  void glu_forward(const ActOp&, const float*, int64_t, int64_t, float*);                 \
-  void glu_backward(const ActOp&, const float*, const float*, int64_t, int64_t, float*);  \
-  void layernorm_forward(const NormArgs&, int64_t, int64_t);                    \
-  void rmsnorm_forward(const NormArgs&, int64_t, int64_t);                      \
-  void layernorm_backward(const NormGradArgs&, int64_t, int64_t);               \
-  void rmsnorm_backward(const NormGradArgs&, int64_t, int64_t);                 \
-  void cross_entropy(const CrossEntropyArgs&, int64_t, int64_t);                \
+#define LMX_KERNEL_VARIANT(ns)                                                                         \
+  namespace ns {                                                                                       \
+  void forward(const ForwardArgs&, const AttnShape&, float*);                                          \
+  void backward(const BackwardArgs&, const AttnShape&, float*);                                        \
+  void act_forward(const ActOp&, const float*, int64_t, float*, float*);                               \
+  void act_backward(const ActOp&, const float*, const float*, const float*, int64_t, float*);          \
+  void glu_forward(const ActOp&, const float*, int64_t, int64_t, float*, float*);                      \
+  void glu_backward(const ActOp&, const float*, const float*, const float*, int64_t, int64_t, float*); \
+  void layernorm_forward(const NormArgs&, int64_t, int64_t);                                           \
+  void rmsnorm_forward(const NormArgs&, int64_t, int64_t);                                             \
+  void layernorm_backward(const NormGradArgs&, int64_t, int64_t);                                      \
+  void rmsnorm_backward(const NormGradArgs&, int64_t, int64_t);                                        \
+  void cross_entropy(const CrossEntropyArgs&, int64_t, int64_t);                                       \
   }
 LMX_KERNEL_VARIANT(avx512)
 LMX_KERNEL_VARIANT(avx2)

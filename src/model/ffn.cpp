@@ -65,36 +65,49 @@ kernels::ActOp saved_op(torch::autograd::AutogradContext* ctx) {
   return kernel_op(static_cast<Activation>(ctx->saved_data["act"].toInt()), ctx->saved_data["beta"].toDouble());
 }
 
+// The kernels' kept part (GELU's Φ) for the backward: a tensor of `numel` floats where the op
+// keeps one and a backward will run (want_grad), else undefined (the backward recomputes).
+torch::Tensor keep_buffer(const kernels::ActOp& op, bool want_grad, int64_t numel, const torch::Tensor& like) {
+  if (!want_grad || !kernels::act_keeps(op.kind)) return {};
+  return torch::empty({numel}, like.options());
+}
+float* ptr_or_null(const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+
 // φ(x) (any shape) as one autograd op on the fused kernel; the backward recomputes φ'(x) from
-// the saved input. ReLU runs in place (x: a temporary nothing else keeps, e.g. a GEMM's output)
-// and keeps its output, whose sign is the input's: one tensor less to allocate and write.
+// the saved input (GELU: from Φ(x), kept by the forward). ReLU runs in place (x: a temporary
+// nothing else keeps, e.g. a GEMM's output) and keeps its output, whose sign is the input's: one
+// tensor less to allocate and write. want_grad: whether a backward will run (the caller knows;
+// inside forward, autograd is off).
 class ActFn : public torch::autograd::Function<ActFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in, int64_t act,
-                               double beta) {
+                               double beta, bool want_grad) {
     op_timer::Scope timed(op_timer::Kind::Activation);
     const auto op = save_op(ctx, act, beta);
     if (op.kind == kernels::ActKind::Relu && x_in.is_contiguous()) {
-      kernels::ffn_kernels().act_forward(op, x_in.data_ptr<float>(), x_in.numel(), x_in.data_ptr<float>());
+      float* x = x_in.data_ptr<float>();
+      kernels::ffn_kernels().act_forward(op, x, x_in.numel(), x, nullptr);
       ctx->mark_dirty({x_in});
-      ctx->save_for_backward({x_in});
+      ctx->save_for_backward({x_in, torch::Tensor()});
       return x_in;
     }
     auto x = x_in.contiguous();
     auto y = torch::empty_like(x);
-    kernels::ffn_kernels().act_forward(op, x.data_ptr<float>(), x.numel(), y.data_ptr<float>());
-    ctx->save_for_backward({x});
+    auto keep = keep_buffer(op, want_grad, x.numel(), x);
+    kernels::ffn_kernels().act_forward(op, x.data_ptr<float>(), x.numel(), y.data_ptr<float>(), ptr_or_null(keep));
+    ctx->save_for_backward({x, keep});
     return y;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     op_timer::Scope timed(op_timer::Kind::Activation);
-    auto x = ctx->get_saved_variables()[0];
+    const auto saved = ctx->get_saved_variables();
+    const auto& x = saved[0];
     auto dy = grads[0].contiguous();
     auto dx = torch::empty_like(x);
-    kernels::ffn_kernels().act_backward(saved_op(ctx), x.data_ptr<float>(), dy.data_ptr<float>(), x.numel(),
-                                        dx.data_ptr<float>());
-    return {dx, torch::Tensor(), torch::Tensor()};
+    kernels::ffn_kernels().act_backward(saved_op(ctx), x.data_ptr<float>(), ptr_or_null(saved[1]),
+                                        dy.data_ptr<float>(), x.numel(), dx.data_ptr<float>());
+    return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -103,27 +116,33 @@ class ActFn : public torch::autograd::Function<ActFn> {
 class GluFn : public torch::autograd::Function<GluFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gu_in, int64_t act,
-                               double beta) {
+                               double beta, bool want_grad) {
     op_timer::Scope timed(op_timer::Kind::Activation);
+    const auto op = save_op(ctx, act, beta);
     auto gu = gu_in.contiguous();
     const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
     auto out = torch::empty({rows, F}, gu.options());
-    kernels::ffn_kernels().glu_forward(save_op(ctx, act, beta), gu.data_ptr<float>(), rows, F, out.data_ptr<float>());
-    ctx->save_for_backward({gu});
+    auto keep = keep_buffer(op, want_grad, rows * F, gu);
+    kernels::ffn_kernels().glu_forward(op, gu.data_ptr<float>(), rows, F, out.data_ptr<float>(), ptr_or_null(keep));
+    ctx->save_for_backward({gu, keep});
     return out;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     op_timer::Scope timed(op_timer::Kind::Activation);
-    auto gu = ctx->get_saved_variables()[0];
+    const auto saved = ctx->get_saved_variables();
+    const auto& gu = saved[0];
     auto dy = grads[0].contiguous();
     auto dgu = torch::empty_like(gu);
     const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
-    kernels::ffn_kernels().glu_backward(saved_op(ctx), gu.data_ptr<float>(), dy.data_ptr<float>(), rows, F,
-                                        dgu.data_ptr<float>());
-    return {dgu, torch::Tensor(), torch::Tensor()};
+    kernels::ffn_kernels().glu_backward(saved_op(ctx), gu.data_ptr<float>(), ptr_or_null(saved[1]),
+                                        dy.data_ptr<float>(), rows, F, dgu.data_ptr<float>());
+    return {dgu, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
+
+// Whether autograd will run a backward through x.
+bool wants_grad(const torch::Tensor& x) { return torch::GradMode::is_enabled() && x.requires_grad(); }
 
 }  // namespace
 
@@ -139,7 +158,7 @@ torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
   // (B, T, F) tensor less to allocate and write.
   auto h = linear_2d(x.reshape({-1, x.size(-1)}), up_proj);  // (B·T, F)
   if (fused_kernels_take(h))
-    h = ActFn::apply(h, static_cast<int64_t>(act_), beta_);  // the fused kernel (ffn_kernels_impl.h)
+    h = ActFn::apply(h, static_cast<int64_t>(act_), beta_, wants_grad(h));  // the fused kernel (ffn_kernels_impl.h)
   else
     h = act_ == Activation::Relu ? h.relu_() : activate(act_, h, beta_);
   auto shape = x.sizes().vec();
@@ -166,7 +185,8 @@ torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
     auto b = gate_proj->bias.defined() ? torch::cat({gate_proj->bias, up_proj->bias}, 0) : torch::Tensor();
     auto gu = linear_2d(x.reshape({-1, x.size(-1)}), w, b);   // (B·T, 2F)
     auto shape = x.sizes().vec();
-    return linear_2d(GluFn::apply(gu, static_cast<int64_t>(act_), beta_), down_proj).view(shape);  // (B, T, C)
+    auto h = GluFn::apply(gu, static_cast<int64_t>(act_), beta_, wants_grad(gu));  // (B·T, F)
+    return linear_2d(h, down_proj).view(shape);                                  // (B, T, C)
   }
   auto g = activate(act_, linear_2d(x, gate_proj), beta_);  // (B, T, F) φ(W1x)
   if (keep_hidden) last_hidden = g.detach();

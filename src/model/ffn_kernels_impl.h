@@ -36,9 +36,14 @@ static inline __attribute__((always_inline)) void silu_mul_grad(V g, V u, V dy, 
   du = dy * g * sg;
 }
 
-// φ(x) and dy·φ'(x) per activation.
+// φ(x) and dy·φ'(x) per activation. An op with kKeeps (GELU) can also hand the forward's
+// expensive part to the backward: phi_kept writes it to k, grad_kept takes it back (the same
+// arithmetic as grad, so the same bits, without recomputing it).
 // 1 − σ is written e·σ (e = e^(−βx)): no cancellation where σ is near 1.
-struct SiluOp {
+struct NoKeep {
+  static constexpr bool kKeeps = false;
+};
+struct SiluOp : NoKeep {
   template <class V>
   V phi(V x) const { return x / (1.0f + vexp(-x)); }
   template <class V>
@@ -47,7 +52,7 @@ struct SiluOp {
     return dy * s * (1.0f + x * (e * s));
   }
 };
-struct SwishOp {
+struct SwishOp : NoKeep {
   float beta;
   template <class V>
   V phi(V x) const { return x / (1.0f + vexp(-beta * x)); }
@@ -61,7 +66,7 @@ struct SwishOp {
 // GELU, tanh approximation: 0.5x(1 + tanh(u)) with u = √(2/π)(x + 0.044715x³), written as
 // x·σ(2u) (the same function: 0.5(1 + tanh(u)) = σ(2u)), so that one exp serves and no
 // 1 + tanh cancels for negative x. φ' = σ + x·σ(1 − σ)·2u', σ(1 − σ) = e·σ² with e = e^(−2u).
-struct GeluTanhOp {
+struct GeluTanhOp : NoKeep {
   static constexpr float k2 = 1.5957691216057308f;  // 2·√(2/π)
   static constexpr float kappa = 0.044715f;
   template <class V>
@@ -79,6 +84,7 @@ struct GeluTanhOp {
 // erfc(−a) = 2 − erfc(a): Φ keeps its relative accuracy where it is small (x < 0).
 // φ' = Φ(x) + x·φ(x), φ(x) = exp(−x²/2)/√(2π).
 struct GeluOp {
+  static constexpr bool kKeeps = true;  // Φ(x): an erfc (a division and an exp) per element
   template <class V>
   static V half_erfc_abs(V a) {  // erfc(a)/2, a >= 0
     const V t = 1.0f / (1.0f + 0.5f * a);
@@ -103,14 +109,21 @@ struct GeluOp {
   template <class V>
   V phi(V x) const { return x * cdf(x); }
   template <class V>
-  V grad(V x, V dy) const {
-    return dy * (cdf(x) + x * (0.39894228040143268f * vexp(-0.5f * x * x)));
+  V grad(V x, V dy) const { return grad_kept(x, cdf(x), dy); }
+  template <class V>
+  V phi_kept(V x, V& k) const {
+    k = cdf(x);
+    return x * k;
+  }
+  template <class V>
+  V grad_kept(V x, V k, V dy) const {
+    return dy * (k + x * (0.39894228040143268f * vexp(-0.5f * x * x)));
   }
 };
 
 // ReLU: x < 0 ? 0 : x (NaN stays NaN, as LibTorch's); φ' = 1 for x > 0, else 0. ReGLU's products
 // are LibTorch's: relu(g)·u, and dg = (g > 0 ? dy·u : 0).
-struct ReluOp {
+struct ReluOp : NoKeep {
   template <class V>
   V phi(V x) const {
     const V zero{};
@@ -123,34 +136,76 @@ struct ReluOp {
   }
 };
 
-// The ops above over [0, n): 16 lanes (AVX-512), then 8, then one at a time.
-template <class Op>
-static inline __attribute__((always_inline)) void map1(const Op& op, const float* x, int64_t n, float* y) {
+// Loads and stores of 16 (AVX-512), 8 and 1 lanes, and f(lanes, i) over [0, n) with the widest
+// first: every loop below takes the same lanes, so each element's arithmetic is the same.
+#if defined(__AVX512F__)
+struct Lanes16 {
+  static v16f load(const float* p) { return vload16(p); }
+  static void store(float* p, v16f v) { vstore16(p, v); }
+};
+#endif
+struct Lanes8 {
+  static v8f load(const float* p) { return vload(p); }
+  static void store(float* p, v8f v) { vstore(p, v); }
+};
+struct Lanes1 {
+  static float load(const float* p) { return *p; }
+  static void store(float* p, float v) { *p = v; }
+};
+template <class F>
+static inline __attribute__((always_inline)) void for_lanes(int64_t n, F&& f) {
   int64_t i = 0;
 #if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16) vstore16(y + i, op.phi(vload16(x + i)));
+  for (; i + 16 <= n; i += 16) f(Lanes16{}, i);
 #endif
-  for (; i + 8 <= n; i += 8) vstore(y + i, op.phi(vload(x + i)));
-  for (; i < n; ++i) y[i] = op.phi(x[i]);
-}
-template <class Op>
-static inline __attribute__((always_inline)) void map2(const Op& op, const float* x, const float* dy, int64_t n,
-                                                       float* dx) {
-  int64_t i = 0;
-#if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16) vstore16(dx + i, op.grad(vload16(x + i), vload16(dy + i)));
-#endif
-  for (; i + 8 <= n; i += 8) vstore(dx + i, op.grad(vload(x + i), vload(dy + i)));
-  for (; i < n; ++i) dx[i] = op.grad(x[i], dy[i]);
+  for (; i + 8 <= n; i += 8) f(Lanes8{}, i);
+  for (; i < n; ++i) f(Lanes1{}, i);
 }
 
-// Gated: o = φ(g)·u; dg = dy·u·φ'(g) (for ReLU: φ' masks dy·u), du = dy·φ(g).
+// Plain: y = φ(x) (and keep = the op's kept part, where it keeps one and keep is not null);
+// dx = dy·φ'(x).
+template <class Op>
+static inline __attribute__((always_inline)) void map1(const Op& op, const float* x, int64_t n, float* y,
+                                                       float* keep) {
+  if constexpr (Op::kKeeps) {
+    if (keep) {
+      for_lanes(n, [&](auto L, int64_t i) {
+        decltype(L.load(x)) k;
+        L.store(y + i, op.phi_kept(L.load(x + i), k));
+        L.store(keep + i, k);
+      });
+      return;
+    }
+  }
+  for_lanes(n, [&](auto L, int64_t i) { L.store(y + i, op.phi(L.load(x + i))); });
+}
+template <class Op>
+static inline __attribute__((always_inline)) void map2(const Op& op, const float* x, const float* keep,
+                                                       const float* dy, int64_t n, float* dx) {
+  if constexpr (Op::kKeeps) {
+    if (keep) {
+      for_lanes(n, [&](auto L, int64_t i) {
+        L.store(dx + i, op.grad_kept(L.load(x + i), L.load(keep + i), L.load(dy + i)));
+      });
+      return;
+    }
+  }
+  for_lanes(n, [&](auto L, int64_t i) { L.store(dx + i, op.grad(L.load(x + i), L.load(dy + i))); });
+}
+
+// Gated: o = φ(g)·u; dg = dy·u·φ'(g) (for ReLU: φ' masks dy·u), du = dy·φ(g). With a kept part
+// k (GELU's Φ(g)), φ(g) and φ'(g) come from it.
 template <class Op, class V>
 static inline __attribute__((always_inline)) V glu(const Op& op, V g, V u) { return op.phi(g) * u; }
 template <class Op, class V>
 static inline __attribute__((always_inline)) void glu_grad(const Op& op, V g, V u, V dy, V& dg, V& du) {
   dg = op.grad(g, dy * u);
   du = dy * op.phi(g);
+}
+template <class Op, class V>
+static inline __attribute__((always_inline)) void glu_grad_kept(const Op& op, V g, V k, V u, V dy, V& dg, V& du) {
+  dg = op.grad_kept(g, k, dy * u);
+  du = dy * (g * k);  // φ(g) = g·Φ(g), as phi_kept computes it
 }
 // SwiGLU: its own expressions (above).
 template <class V>
@@ -160,42 +215,50 @@ static inline __attribute__((always_inline)) void glu_grad(const SiluOp&, V g, V
   silu_mul_grad(g, u, dy, dg, du);
 }
 
+// Rows of the packed gate|up projection gu (rows, 2F); out and keep (rows, F).
 template <class Op>
 static inline __attribute__((always_inline)) void glu_rows(const Op& op, const float* gu, int64_t rows, int64_t F,
-                                                           float* out) {
+                                                           float* out, float* keep) {
   for (int64_t r = 0; r < rows; ++r) {
     const float *g = gu + r * 2 * F, *u = g + F;
-    float* o = out + r * F;
-    int64_t f = 0;
-#if defined(__AVX512F__)
-    for (; f + 16 <= F; f += 16) vstore16(o + f, glu(op, vload16(g + f), vload16(u + f)));
-#endif
-    for (; f + 8 <= F; f += 8) vstore(o + f, glu(op, vload(g + f), vload(u + f)));
-    for (; f < F; ++f) o[f] = glu(op, g[f], u[f]);
+    float *o = out + r * F, *kr = keep ? keep + r * F : nullptr;
+    if constexpr (Op::kKeeps) {
+      if (kr) {
+        for_lanes(F, [&](auto L, int64_t f) {
+          decltype(L.load(g)) k;
+          L.store(o + f, op.phi_kept(L.load(g + f), k) * L.load(u + f));
+          L.store(kr + f, k);
+        });
+        continue;
+      }
+    }
+    for_lanes(F, [&](auto L, int64_t f) { L.store(o + f, glu(op, L.load(g + f), L.load(u + f))); });
   }
 }
 template <class Op>
-static inline __attribute__((always_inline)) void glu_grad_rows(const Op& op, const float* gu, const float* dout,
-                                                                int64_t rows, int64_t F, float* dgu) {
+static inline __attribute__((always_inline)) void glu_grad_rows(const Op& op, const float* gu, const float* keep,
+                                                                const float* dout, int64_t rows, int64_t F,
+                                                                float* dgu) {
   for (int64_t r = 0; r < rows; ++r) {
-    const float *g = gu + r * 2 * F, *u = g + F, *dy = dout + r * F;
+    const float *g = gu + r * 2 * F, *u = g + F, *dy = dout + r * F, *kr = keep ? keep + r * F : nullptr;
     float *dg = dgu + r * 2 * F, *du = dg + F;
-    int64_t f = 0;
-#if defined(__AVX512F__)
-    for (; f + 16 <= F; f += 16) {
-      v16f dgv, duv;
-      glu_grad(op, vload16(g + f), vload16(u + f), vload16(dy + f), dgv, duv);
-      vstore16(dg + f, dgv);
-      vstore16(du + f, duv);
+    if constexpr (Op::kKeeps) {
+      if (kr) {
+        for_lanes(F, [&](auto L, int64_t f) {
+          decltype(L.load(g)) dgv, duv;
+          glu_grad_kept(op, L.load(g + f), L.load(kr + f), L.load(u + f), L.load(dy + f), dgv, duv);
+          L.store(dg + f, dgv);
+          L.store(du + f, duv);
+        });
+        continue;
+      }
     }
-#endif
-    for (; f + 8 <= F; f += 8) {
-      v8f dgv, duv;
-      glu_grad(op, vload(g + f), vload(u + f), vload(dy + f), dgv, duv);
-      vstore(dg + f, dgv);
-      vstore(du + f, duv);
-    }
-    for (; f < F; ++f) glu_grad(op, g[f], u[f], dy[f], dg[f], du[f]);
+    for_lanes(F, [&](auto L, int64_t f) {
+      decltype(L.load(g)) dgv, duv;
+      glu_grad(op, L.load(g + f), L.load(u + f), L.load(dy + f), dgv, duv);
+      L.store(dg + f, dgv);
+      L.store(du + f, duv);
+    });
   }
 }
 
@@ -207,26 +270,27 @@ static inline __attribute__((always_inline)) void with_op(const ActOp& act, F&& 
     case ActKind::Gelu: return f(GeluOp{});
     case ActKind::GeluTanh: return f(GeluTanhOp{});
     case ActKind::Silu: return f(SiluOp{});
-    case ActKind::Swish: return f(SwishOp{act.beta});
+    case ActKind::Swish: return f(SwishOp{{}, act.beta});
   }
 }
 
 }  // namespace
 
-void act_forward(const ActOp& act, const float* x, int64_t n, float* y) {
-  with_op(act, [&](const auto& op) { map1(op, x, n, y); });
+void act_forward(const ActOp& act, const float* x, int64_t n, float* y, float* keep) {
+  with_op(act, [&](const auto& op) { map1(op, x, n, y, keep); });
 }
 
-void act_backward(const ActOp& act, const float* x, const float* dy, int64_t n, float* dx) {
-  with_op(act, [&](const auto& op) { map2(op, x, dy, n, dx); });
+void act_backward(const ActOp& act, const float* x, const float* keep, const float* dy, int64_t n, float* dx) {
+  with_op(act, [&](const auto& op) { map2(op, x, keep, dy, n, dx); });
 }
 
-void glu_forward(const ActOp& act, const float* gu, int64_t rows, int64_t F, float* out) {
-  with_op(act, [&](const auto& op) { glu_rows(op, gu, rows, F, out); });
+void glu_forward(const ActOp& act, const float* gu, int64_t rows, int64_t F, float* out, float* keep) {
+  with_op(act, [&](const auto& op) { glu_rows(op, gu, rows, F, out, keep); });
 }
 
-void glu_backward(const ActOp& act, const float* gu, const float* dout, int64_t rows, int64_t F, float* dgu) {
-  with_op(act, [&](const auto& op) { glu_grad_rows(op, gu, dout, rows, F, dgu); });
+void glu_backward(const ActOp& act, const float* gu, const float* keep, const float* dout, int64_t rows, int64_t F,
+                  float* dgu) {
+  with_op(act, [&](const auto& op) { glu_grad_rows(op, gu, keep, dout, rows, F, dgu); });
 }
 
 }  // namespace lmx::kernels::LMX_KERNEL_NS
