@@ -22,15 +22,10 @@ using kernels::ActOp;
 
 namespace {
 
+// Whether this CPU runs the variant: LMX_KERNEL_ISA=isa would pick it (kernels::kernel_isa_capped).
 bool cpu_runs(const char* isa) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (std::string(isa) == "avx2") return avx2;
-  if (std::string(isa) == "avx512")
-    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-#endif
-  return std::string(isa) == "sse2";
+  const std::string picked = kernels::kernel_isa_capped(isa);
+  return picked == isa || picked == std::string(isa) + "+fma";
 }
 
 struct Variant {

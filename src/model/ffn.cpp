@@ -42,27 +42,15 @@ torch::Tensor activation(const std::string& name, const torch::Tensor& x, double
 
 namespace {
 
-// The fused kernels' op for act (a new Activation needs its case here: -Wswitch says so).
-kernels::ActOp kernel_op(Activation act, double beta) {
-  const float b = static_cast<float>(beta);
-  switch (act) {
-    case Activation::Relu: return {kernels::ActKind::Relu, b};
-    case Activation::Gelu: return {kernels::ActKind::Gelu, b};
-    case Activation::GeluTanh: return {kernels::ActKind::GeluTanh, b};
-    case Activation::Silu: return {kernels::ActKind::Silu, b};
-    case Activation::Swish: return {kernels::ActKind::Swish, b};
-  }
-  throw RuntimeError("kernel_op: an activation without a fused kernel");
-}
-
 // The op of an ActFn / GluFn, kept in its context for the backward.
 kernels::ActOp save_op(torch::autograd::AutogradContext* ctx, int64_t act, double beta) {
   ctx->saved_data["act"] = act;
   ctx->saved_data["beta"] = beta;
-  return kernel_op(static_cast<Activation>(act), beta);
+  return {static_cast<Activation>(act), static_cast<float>(beta)};
 }
 kernels::ActOp saved_op(torch::autograd::AutogradContext* ctx) {
-  return kernel_op(static_cast<Activation>(ctx->saved_data["act"].toInt()), ctx->saved_data["beta"].toDouble());
+  return {static_cast<Activation>(ctx->saved_data["act"].toInt()),
+          static_cast<float>(ctx->saved_data["beta"].toDouble())};
 }
 
 // The kernels' kept part (GELU's Φ) for the backward: a tensor of `numel` floats where the op

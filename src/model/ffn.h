@@ -11,10 +11,12 @@
 #include <string>
 
 #include "config/config.h"
+#include "model/attention_kernels.h"
 
 namespace lmx {
 
-enum class Activation { Relu, Gelu, GeluTanh, Silu, Swish };
+// The fused kernels' enum (model/attention_kernels.h, free of LibTorch): one list of activations.
+using Activation = kernels::ActKind;
 
 // φ(x) by name: relu, gelu (exact x·Φ(x)), gelu_tanh, silu (x·σ(x)), swish (x·σ(βx)).
 // Throws InputError for another name.

@@ -43,15 +43,6 @@ static inline __attribute__((always_inline)) void silu_mul_grad(V g, V u, V dy, 
 struct NoKeep {
   static constexpr bool kKeeps = false;
 };
-struct SiluOp : NoKeep {
-  template <class V>
-  V phi(V x) const { return x / (1.0f + vexp(-x)); }
-  template <class V>
-  V grad(V x, V dy) const {
-    const V e = vexp_capped(-x), s = 1.0f / (1.0f + e);
-    return dy * s * (1.0f + x * (e * s));
-  }
-};
 struct SwishOp : NoKeep {
   float beta;
   template <class V>
@@ -61,6 +52,10 @@ struct SwishOp : NoKeep {
     const V e = vexp_capped(-beta * x), s = 1.0f / (1.0f + e);
     return dy * s * (1.0f + beta * x * (e * s));
   }
+};
+// SiLU: swish with β = 1 (its own type for SwiGLU's expressions below).
+struct SiluOp : SwishOp {
+  SiluOp() : SwishOp{{}, 1.0f} {}
 };
 
 // GELU, tanh approximation: 0.5x(1 + tanh(u)) with u = √(2/π)(x + 0.044715x³), written as
