@@ -116,11 +116,6 @@ static inline __attribute__((always_inline)) void zero_columns(float* X, int64_t
     for (int64_t r = 0; r < rows; ++r) std::fill(X + r * ld + n, X + (r + 1) * ld, 0.0f);
 }
 
-// s[j, ld) = 0, j and ld multiples of 8.
-static inline __attribute__((always_inline)) void zero_from(float* s, int64_t j, int64_t ld) {
-  for (; j < ld; j += 8) vstore(s + j, splat(0));
-}
-
 // Row i of S, softmax in three steps: exps_row writes exp(s − m) on [0, n) and zeros on
 // [n, ceil8(n)) and returns their sum; normalize_row scales them by 1/sum and zeros [ceil8(n),
 // ld); the log-sum-exp is m + log(sum). The forward runs them for four rows at a time, so that
@@ -129,6 +124,15 @@ static inline __attribute__((always_inline)) float exps_row(float* s, int64_t n,
   const v8f mv = splat(m);
   v8f sumv = splat(0);
   int64_t j = 0;
+#if defined(__AVX512F__)
+  // 16 exps at a time, summed as two 8-lane blocks in the 8-lane loop's order (the same bits).
+  for (const v16f mw = splat16(m); j + 16 <= n; j += 16) {
+    const v16f e = vexp(vload16(s + j) - mw);
+    vstore16(s + j, e);
+    sumv += lo8(e);
+    sumv += hi8(e);
+  }
+#endif
   for (; j + 8 <= n; j += 8) {
     v8f e = vexp(vload(s + j) - mv);
     vstore(s + j, e);
@@ -149,6 +153,9 @@ static inline __attribute__((always_inline)) void normalize_row(float* s, int64_
   const float inv = 1.0f / sum;
   const int64_t filled = (n + 7) / 8 * 8;  // exps written on [0, filled), zeros on [n, filled)
   int64_t j = 0;
+#if defined(__AVX512F__)
+  for (; j + 16 <= filled; j += 16) vstore16(s + j, vload16(s + j) * inv);
+#endif
   for (; j < filled; j += 8) vstore(s + j, vload(s + j) * inv);
   zero_from(s, j, ld);
 }
@@ -157,6 +164,9 @@ static inline __attribute__((always_inline)) void normalize_row(float* s, int64_
 static inline __attribute__((always_inline)) void probs_row(float* s, int64_t n, int64_t ld, float lse) {
   const v8f l = splat(lse);
   int64_t j = 0;
+#if defined(__AVX512F__)
+  for (const v16f lw = splat16(lse); j + 16 <= n; j += 16) vstore16(s + j, vexp(vload16(s + j) - lw));
+#endif
   for (; j + 8 <= n; j += 8) vstore(s + j, vexp(vload(s + j) - l));
   if (j < n) {
     const v8f lane = {0, 1, 2, 3, 4, 5, 6, 7};

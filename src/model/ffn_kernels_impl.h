@@ -131,22 +131,8 @@ struct ReluOp : NoKeep {
   }
 };
 
-// Loads and stores of 16 (AVX-512), 8 and 1 lanes, and f(lanes, i) over [0, n) with the widest
-// first: every loop below takes the same lanes, so each element's arithmetic is the same.
-#if defined(__AVX512F__)
-struct Lanes16 {
-  static v16f load(const float* p) { return vload16(p); }
-  static void store(float* p, v16f v) { vstore16(p, v); }
-};
-#endif
-struct Lanes8 {
-  static v8f load(const float* p) { return vload(p); }
-  static void store(float* p, v8f v) { vstore(p, v); }
-};
-struct Lanes1 {
-  static float load(const float* p) { return *p; }
-  static void store(float* p, float v) { *p = v; }
-};
+// f(lanes, i) over [0, n) with the widest lanes first (kernel_vec.h's Lanes16, Lanes8, Lanes1):
+// every loop below takes the same lanes, so each element's arithmetic is the same.
 template <class F>
 static inline __attribute__((always_inline)) void for_lanes(int64_t n, F&& f) {
   int64_t i = 0;

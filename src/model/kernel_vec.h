@@ -51,7 +51,44 @@ typedef int v16i __attribute__((vector_size(64)));
 static inline __attribute__((always_inline)) v16f vload16(const float* p) { return *reinterpret_cast<const v16u*>(p); }
 static inline __attribute__((always_inline)) void vstore16(float* p, v16f x) { *reinterpret_cast<v16u*>(p) = x; }
 static inline __attribute__((always_inline)) v16f vexp(v16f x) { return vexp_lanes<v16f, v16i>(x); }
+static inline __attribute__((always_inline)) v16f splat16(float a) { return v16f{} + a; }
+static inline __attribute__((always_inline)) v8f lo8(v16f x) {
+  return __builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+static inline __attribute__((always_inline)) v8f hi8(v16f x) {
+  return __builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15);
+}
 #endif
+
+// Loads and stores of 16 (AVX-512), 8 and 1 lanes, for loops written once over the lane count;
+// iota() is (0, 1, ..., lanes − 1).
+#if defined(__AVX512F__)
+struct Lanes16 {
+  static v16f load(const float* p) { return vload16(p); }
+  static void store(float* p, v16f v) { vstore16(p, v); }
+  static v16f iota() { return v16f{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }
+};
+#endif
+struct Lanes8 {
+  static v8f load(const float* p) { return vload(p); }
+  static void store(float* p, v8f v) { vstore(p, v); }
+  static v8f iota() { return v8f{0, 1, 2, 3, 4, 5, 6, 7}; }
+};
+struct Lanes1 {
+  static float load(const float* p) { return *p; }
+  static void store(float* p, float v) { *p = v; }
+};
+
+// Keeps the compiler from fusing x's rounding into a following add (FMA contraction), where
+// the value must round as when it went through memory.
+template <class V>
+static inline __attribute__((always_inline)) void opaque(V& x) {
+#if defined(__FMA__)
+  asm("" : "+v"(x));
+#else
+  (void)x;  // without FMA there is no contraction
+#endif
+}
 
 // A 4 × 16 register tile: add() accumulates x_r · p[0, 16) into row r; lo(r) and hi(r) are
 // row r's columns 0-7 and 8-15. With AVX-512 one 16-float vector per row (half the FMAs and
@@ -68,12 +105,8 @@ struct Tile4x16 {
     a[2] += x2 * v;
     a[3] += x3 * v;
   }
-  inline __attribute__((always_inline)) v8f lo(int r) const {
-    return __builtin_shufflevector(a[r], a[r], 0, 1, 2, 3, 4, 5, 6, 7);
-  }
-  inline __attribute__((always_inline)) v8f hi(int r) const {
-    return __builtin_shufflevector(a[r], a[r], 8, 9, 10, 11, 12, 13, 14, 15);
-  }
+  inline __attribute__((always_inline)) v8f lo(int r) const { return lo8(a[r]); }
+  inline __attribute__((always_inline)) v8f hi(int r) const { return hi8(a[r]); }
 };
 #else
 struct Tile4x16 {
@@ -107,6 +140,11 @@ static inline __attribute__((always_inline)) float row_max(const float* x, int64
   }
   for (; j < n; ++j) m = m > x[j] ? m : x[j];
   return m;
+}
+
+// s[j, ld) = 0, j and ld multiples of 8.
+static inline __attribute__((always_inline)) void zero_from(float* s, int64_t j, int64_t ld) {
+  for (; j < ld; j += 8) vstore(s + j, splat(0));
 }
 
 }  // namespace
