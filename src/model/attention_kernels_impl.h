@@ -49,17 +49,26 @@ static inline __attribute__((always_inline)) void rotate_by(const float* x, floa
     return;
   }
   const float *c = s.cos + pos * h, *sn = s.sin + pos * h;
+  // a·c ∓ b·s with the FMA on a·c, spelled out: left to the compiler, which product it fuses
+  // depended on the code around the inlined call (and the AVX-512 variant lost the AVX2 bits).
+  auto rot = [](float a, float c, float bs) {
+#if defined(__FMA__)
+    return __builtin_fmaf(a, c, bs);
+#else
+    return a * c + bs;
+#endif
+  };
   if (s.interleaved) {
     for (int64_t d = 0; d < h; ++d) {
       const float sd = sign * sn[d];
-      y[2 * d] = x[2 * d] * c[d] - x[2 * d + 1] * sd;
-      y[2 * d + 1] = x[2 * d + 1] * c[d] + x[2 * d] * sd;
+      y[2 * d] = rot(x[2 * d], c[d], -(x[2 * d + 1] * sd));
+      y[2 * d + 1] = rot(x[2 * d + 1], c[d], x[2 * d] * sd);
     }
   } else {
     for (int64_t d = 0; d < h; ++d) {
       const float sd = sign * sn[d];
-      y[d] = x[d] * c[d] - x[d + h] * sd;
-      y[d + h] = x[d + h] * c[d] + x[d] * sd;
+      y[d] = rot(x[d], c[d], -(x[d + h] * sd));
+      y[d + h] = rot(x[d + h], c[d], x[d] * sd);
     }
   }
 }
@@ -179,7 +188,18 @@ static inline __attribute__((always_inline)) void probs_row(float* s, int64_t n,
 
 }  // namespace
 
+}  // namespace lmx::kernels::LMX_KERNEL_NS
+
+#if defined(__AVX2__)
+#include "model/attention_lanes.h"
+#endif
+
+namespace lmx::kernels::LMX_KERNEL_NS {
+
 void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
+#if defined(__AVX2__)
+  if (s.D == lanes::L) return lanes_forward(a, s, scratch);
+#endif
   const int64_t D = s.D, Tq = s.Tq, Tk = s.Tk, tqp = s.tq_pad(), tkp = s.tk_pad();
   float* Kt = scratch;             // D × tkp rotated keys, transposed
   float* Qr = Kt + D * tkp;        // tqp × D rotated queries of one head
@@ -214,6 +234,9 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
 }
 
 void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
+#if defined(__AVX2__)
+  if (s.D == lanes::L) return lanes_backward(a, s, scratch);
+#endif
   const int64_t D = s.D, Tq = s.Tq, Tk = s.Tk, tqp = s.tq_pad(), tkp = s.tk_pad();
   float* Kr = scratch;           // tkp × D rotated keys (rows)
   float* Kt = Kr + tkp * D;      // D × tkp rotated keys, transposed

@@ -79,17 +79,6 @@ struct Lanes1 {
   static void store(float* p, float v) { *p = v; }
 };
 
-// Keeps the compiler from fusing x's rounding into a following add (FMA contraction), where
-// the value must round as when it went through memory.
-template <class V>
-static inline __attribute__((always_inline)) void opaque(V& x) {
-#if defined(__FMA__)
-  asm("" : "+v"(x));
-#else
-  (void)x;  // without FMA there is no contraction
-#endif
-}
-
 // A 4 × 16 register tile: add() accumulates x_r · p[0, 16) into row r; lo(r) and hi(r) are
 // row r's columns 0-7 and 8-15. With AVX-512 one 16-float vector per row (half the FMAs and
 // loads), else two 8-float ones; each element's sum runs in the same order either way (the
