@@ -45,8 +45,6 @@ static inline __attribute__((always_inline)) vL lexp(vL x) { return vexp(x); }
 static inline __attribute__((always_inline)) vL vmax(vL a, vL b) { return a > b ? a : b; }
 // a where j <= pos, else b
 static inline __attribute__((always_inline)) vL if_le(float j, vL pos, vL a, vL b) { return j <= pos ? a : b; }
-static inline __attribute__((always_inline)) float get(const vL& x, int64_t l) { return x[l]; }
-static inline __attribute__((always_inline)) void set(vL& x, int64_t l, float v) { x[l] = v; }
 #else
 struct vL {
   v8f lo = {}, hi = {};
@@ -71,8 +69,6 @@ static inline __attribute__((always_inline)) vL vmax(vL a, vL b) {
 static inline __attribute__((always_inline)) vL if_le(float j, vL pos, vL a, vL b) {
   return {splat(j) <= pos.lo ? a.lo : b.lo, splat(j) <= pos.hi ? a.hi : b.hi};
 }
-static inline __attribute__((always_inline)) float get(const vL& x, int64_t l) { return l < 8 ? x.lo[l] : x.hi[l - 8]; }
-static inline __attribute__((always_inline)) void set(vL& x, int64_t l, float v) { (l < 8 ? x.lo[l] : x.hi[l - 8]) = v; }
 #endif
 
 // dst[c·16 + r] = src[r·src_st + c] for a 16 × 16 block (four 8 × 8 transposes).
@@ -108,6 +104,26 @@ static inline __attribute__((always_inline)) void dots(const float* X, int64_t x
     const vL cd = ld(c + d * L);
     for (int k = 0; k < K; ++k) acc[k] += X[(j + k) * x_st + d] * cd;
   }
+}
+
+// dots() of keys j.. with c (rows of X) into acc and with e (rows of Y) into bcc: in one loop
+// where the registers hold both (AVX-512), else one after the other (the same bits).
+template <int K>
+static inline __attribute__((always_inline)) void dots2(const float* X, int64_t x_st, const float* Y, int64_t y_st,
+                                                       int64_t j, const float* c, const float* e, vL* acc, vL* bcc) {
+#if defined(__AVX512F__)
+  for (int k = 0; k < K; ++k) acc[k] = bcc[k] = vL{};
+  for (int d = 0; d < L; ++d) {
+    const vL cd = ld(c + d * L), ed = ld(e + d * L);
+    for (int k = 0; k < K; ++k) {
+      acc[k] += X[(j + k) * x_st + d] * cd;
+      bcc[k] += Y[(j + k) * y_st + d] * ed;
+    }
+  }
+#else
+  dots<K>(X, x_st, j, c, acc);
+  dots<K>(Y, y_st, j, e, bcc);
+#endif
 }
 
 // Keys (and output columns) per register tile: AVX-512 holds a vL in one register, AVX2 in two
@@ -195,8 +211,12 @@ void lanes_forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
       const vL inv = 1.0f / sum;
       for (int d = 0; d < L; ++d) o[d] *= inv;
       store_block(o, cols, rows, nq, a.o + r * a.o_sh + q0 * a.o_st, a.o_st, 0, s, false);
-      if (a.lse)
-        for (int64_t l = 0; l < nq; ++l) a.lse[r * Tq + q0 + l] = get(m, l) + std::log(get(sum, l));
+      if (a.lse) {
+        float mf[L], sf[L];
+        st(mf, m);
+        st(sf, sum);
+        for (int64_t l = 0; l < nq; ++l) a.lse[r * Tq + q0 + l] = mf[l] + std::log(sf[l]);
+      }
     }
 }
 
@@ -220,28 +240,26 @@ void lanes_backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
       const int64_t nq = std::min(L, Tq - q0), nk = s.visible(q0 + nq - 1);
       const vL pos = lane + static_cast<float>(s.q_start + q0);
       const float* dout = a.dout + r * a.o_sh + q0 * a.o_st;
-      vL lse = {}, delta = {}, live = {};  // live: 1 in the block's queries, 0 in the padding lanes
+      float lf[L] = {}, df[L] = {}, livef[L] = {};  // live: 1 in the block's queries, 0 in the padding lanes
       for (int64_t l = 0; l < nq; ++l) {
-        set(lse, l, a.lse[r * Tq + q0 + l]);
-        set(delta, l, dot_row(dout + l * a.o_st, a.o + r * a.o_sh + (q0 + l) * a.o_st, L));
-        set(live, l, 1.0f);
+        lf[l] = a.lse[r * Tq + q0 + l];
+        df[l] = dot_row(dout + l * a.o_st, a.o + r * a.o_sh + (q0 + l) * a.o_st, L);
+        livef[l] = 1.0f;
       }
-      // P = exp(scale·q·k − lse), 0 past each query's position and in the padding lanes.
-      load_block(a.q + r * a.q_sh + q0 * a.q_st, a.q_st, nq, s.q_start + q0, s, true, qrows, cols);
-      over_keys(nk, [&](int64_t j, auto KK) {
-        constexpr int K = decltype(KK)::value;
-        vL acc[K];
-        dots<K>(Kr, L, j, cols, acc);
-        for (int k = 0; k < K; ++k)
-          st(Pt + (j + k) * L, if_le(static_cast<float>(j + k), pos, lexp(acc[k] * s.scale - lse) * live, vL{}));
-      });
+      const vL lse = ld(lf), delta = ld(df), live = ld(livef);
+      // P = exp(scale·q·k − lse), 0 past each query's position and in the padding lanes;
       // dS = P·(dO·v − δ)·scale
-      load_block(dout, a.o_st, nq, 0, s, false, orows, cols);
+      load_block(a.q + r * a.q_sh + q0 * a.q_st, a.q_st, nq, s.q_start + q0, s, true, qrows, cols);
+      load_block(dout, a.o_st, nq, 0, s, false, orows, buf);
       over_keys(nk, [&](int64_t j, auto KK) {
         constexpr int K = decltype(KK)::value;
-        vL acc[K];
-        dots<K>(a.v, a.v_st, j, cols, acc);
-        for (int k = 0; k < K; ++k) st(dSt + (j + k) * L, ld(Pt + (j + k) * L) * (acc[k] - delta) * s.scale);
+        vL sc[K], dp[K];
+        dots2<K>(Kr, L, a.v, a.v_st, j, cols, buf, sc, dp);
+        for (int k = 0; k < K; ++k) {
+          const vL p = if_le(static_cast<float>(j + k), pos, lexp(sc[k] * s.scale - lse) * live, vL{});
+          st(Pt + (j + k) * L, p);
+          st(dSt + (j + k) * L, p * (dp[k] - delta) * s.scale);
+        }
       });
       // dQ = dS·K (the columns of the block's rows), rotated back
       vL dq[L];
@@ -250,15 +268,12 @@ void lanes_backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
       // dK[j] += Σ_l dS[l][j]·q[l], dV[j] += Σ_l P[l][j]·dO[l], l over the block's 16 queries in order
       over_keys(nk, [&](int64_t j, auto KK) {
         constexpr int K = decltype(KK)::value;
-        vL acc[K];
-        dots<K>(dSt, L, j, qrows, acc);
-        for (int k = 0; k < K; ++k) st(dK + (j + k) * L, ld(dK + (j + k) * L) + acc[k]);
-      });
-      over_keys(nk, [&](int64_t j, auto KK) {
-        constexpr int K = decltype(KK)::value;
-        vL acc[K];
-        dots<K>(Pt, L, j, orows, acc);
-        for (int k = 0; k < K; ++k) st(dV + (j + k) * L, ld(dV + (j + k) * L) + acc[k]);
+        vL dk[K], dv[K];
+        dots2<K>(dSt, L, Pt, L, j, qrows, orows, dk, dv);
+        for (int k = 0; k < K; ++k) {
+          st(dK + (j + k) * L, ld(dK + (j + k) * L) + dk[k]);
+          st(dV + (j + k) * L, ld(dV + (j + k) * L) + dv[k]);
+        }
       });
     }
   for (int64_t j = 0; j < Tk; ++j) {
