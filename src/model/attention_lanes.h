@@ -142,33 +142,19 @@ static inline __attribute__((always_inline)) void over_keys(int64_t n, Fn&& fn) 
   for (; j < n; ++j) fn(j, std::integral_constant<int, 1>{});
 }
 
-// acc[d] = Σ_{j < n} X[j·x_st + d]·e_j for d < 16 (e_j = E + 16·j), j in order, in kCols-column
-// passes: the block's 16 output columns.
-static inline __attribute__((always_inline)) void mix(const float* X, int64_t x_st, const float* E, int64_t n,
-                                                     vL* acc) {
-  for (int d0 = 0; d0 < L; d0 += kCols) {
+// fn(l, Σ_{j < n} E[j·16 + l]·X[j·x_st + (0..15)]) for rows l < rows: the block's output rows,
+// with the lanes' weights e_j (rows of E) broadcast against rows of X; kCols rows at a time.
+template <class Fn>
+static inline __attribute__((always_inline)) void mix_rows(const float* X, int64_t x_st, const float* E, int64_t n,
+                                                          int64_t rows, Fn&& fn) {
+  for (int64_t l0 = 0; l0 < rows; l0 += kCols) {
     vL t[kCols] = {};
     for (int64_t j = 0; j < n; ++j) {
-      const vL e = ld(E + j * L);
-      const float* x = X + j * x_st + d0;
-      for (int d = 0; d < kCols; ++d) t[d] += x[d] * e;
+      const vL x = ld(X + j * x_st);
+      const float* e = E + j * L + l0;
+      for (int l = 0; l < kCols; ++l) t[l] += e[l] * x;
     }
-    for (int d = 0; d < kCols; ++d) acc[d0 + d] = t[d];
-  }
-}
-
-// The block's 16 columns (cols[d], lane l = query l) back to rows [0, n) of y (strided), through
-// the 16 × 16 buffers; with `unrotated`, each row rotated back from position pos0 + l.
-static inline __attribute__((always_inline)) void store_block(const vL* cols, float* buf, float* rows, int64_t n,
-                                                             float* y, int64_t y_st, int64_t pos0, const AttnShape& s,
-                                                             bool unrotated) {
-  for (int d = 0; d < L; ++d) st(buf + d * L, cols[d]);
-  transpose16(buf, L, rows);
-  for (int64_t l = 0; l < n; ++l) {
-    if (unrotated)
-      unrotate(rows + l * L, y + l * y_st, pos0 + l, s);
-    else
-      copy_row(y + l * y_st, rows + l * L, L);
+    for (int l = 0; l < kCols && l0 + l < rows; ++l) fn(l0 + l, t[l]);
   }
 }
 
@@ -201,16 +187,16 @@ void lanes_forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
         }
       });
       // e_j = exp(s_j − m) (0 past the position), Σ e_j and Σ e_j·V[j] per lane.
-      vL sum = {}, o[L];
+      vL sum = {};
       for (int64_t j = 0; j < nk; ++j) {  // apart from the products: independent exps pipeline
         const vL e = if_le(static_cast<float>(j), pos, lexp(ld(St + j * L) - m), vL{});
         st(St + j * L, e);
         sum += e;
       }
-      mix(a.v, a.v_st, St, nk, o);
-      const vL inv = 1.0f / sum;
-      for (int d = 0; d < L; ++d) o[d] *= inv;
-      store_block(o, cols, rows, nq, a.o + r * a.o_sh + q0 * a.o_st, a.o_st, 0, s, false);
+      float inv[L];
+      st(inv, 1.0f / sum);
+      float* o = a.o + r * a.o_sh + q0 * a.o_st;
+      mix_rows(a.v, a.v_st, St, nk, nq, [&](int64_t l, vL x) { st(o + l * a.o_st, x * inv[l]); });
       if (a.lse) {
         float mf[L], sf[L];
         st(mf, m);
@@ -261,10 +247,12 @@ void lanes_backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
           st(dSt + (j + k) * L, p * (dp[k] - delta) * s.scale);
         }
       });
-      // dQ = dS·K (the columns of the block's rows), rotated back
-      vL dq[L];
-      mix(Kr, L, dSt, nk, dq);
-      store_block(dq, buf, cols, nq, a.dq + r * a.dq_sh + q0 * a.dq_st, a.dq_st, s.q_start + q0, s, true);
+      // dQ = dS·K, row by row, rotated back
+      float* dq = a.dq + r * a.dq_sh + q0 * a.dq_st;
+      mix_rows(Kr, L, dSt, nk, nq, [&](int64_t l, vL g) {
+        st(cols + l * L, g);
+        unrotate(cols + l * L, dq + l * a.dq_st, s.q_start + q0 + l, s);
+      });
       // dK[j] += Σ_l dS[l][j]·q[l], dV[j] += Σ_l P[l][j]·dO[l], l over the block's 16 queries in order
       over_keys(nk, [&](int64_t j, auto KK) {
         constexpr int K = decltype(KK)::value;
