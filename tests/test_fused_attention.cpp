@@ -54,9 +54,12 @@ TEST_CASE("fused attention: outputs and gradients match the plain path", "[model
     int64_t T, H, Hk, D;
     std::string rope;  // "", "half", "interleaved"
   };
+  // Head dim 16 runs the lanes kernels (blocks of 16 queries): lengths on, below and past a
+  // block boundary, MQA's group of 4 over a partial last block.
   const std::vector<Case> cases = {{1, 4, 4, 16, ""},          {7, 4, 4, 16, "half"},  {64, 4, 2, 16, "half"},
                                    {67, 4, 1, 8, "interleaved"}, {33, 2, 2, 32, ""},     {64, 4, 4, 16, ""},
-                                   {20, 8, 2, 24, "half"}};
+                                   {20, 8, 2, 24, "half"},       {37, 4, 1, 16, "interleaved"},
+                                   {17, 4, 2, 16, ""},           {48, 2, 1, 16, "half"}};
   for (const auto& cs : cases) {
     DYNAMIC_SECTION("T=" << cs.T << " H=" << cs.H << " Hk=" << cs.Hk << " D=" << cs.D << " rope=" << cs.rope) {
       torch::manual_seed(cs.T * 131 + cs.D);

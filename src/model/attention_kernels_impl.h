@@ -8,7 +8,8 @@
 // Backward: P = exp(scale·Qr·Krᵀ − lse) recomputed, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O))·scale,
 // dQr = dS·Kr, dKr = dSᵀ·Qr, dV = Pᵀ·dO (summed over the group's query heads), then the inverse
 // RoPE rotation. The matrix products run over register tiles (attention_tiles.h); this file
-// holds the row operations (RoPE, transposes, softmax) and the two passes.
+// holds the row operations (RoPE, transposes, softmax) and the two passes. Head dimension 16
+// with AVX2 or AVX-512 takes attention_lanes.h's kernels instead (queries in vector lanes).
 #include <algorithm>
 #include <cmath>
 
