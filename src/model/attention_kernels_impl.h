@@ -196,10 +196,19 @@ static inline __attribute__((always_inline)) void probs_row(float* s, int64_t n,
 #endif
 
 namespace lmx::kernels::LMX_KERNEL_NS {
+namespace {
+// The lanes kernels take head dimension 16, except a few queries over a KV cache (decoding:
+// q_start > 0, fewer than 16 queries), where a block of 16 lanes would mostly compute padding
+// and the row kernels' 4-row tiles waste less. Training (q_start 0) always takes them.
+inline bool takes_lanes(const AttnShape& s) { return s.D == 16 && (s.q_start == 0 || s.Tq >= 16); }
+}  // namespace
+}  // namespace lmx::kernels::LMX_KERNEL_NS
+
+namespace lmx::kernels::LMX_KERNEL_NS {
 
 void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
 #if defined(__AVX2__)
-  if (s.D == lanes::L) return lanes_forward(a, s, scratch);
+  if (takes_lanes(s)) return lanes_forward(a, s, scratch);
 #endif
   const int64_t D = s.D, Tq = s.Tq, Tk = s.Tk, tqp = s.tq_pad(), tkp = s.tk_pad();
   float* Kt = scratch;             // D × tkp rotated keys, transposed
@@ -236,7 +245,7 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
 
 void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
 #if defined(__AVX2__)
-  if (s.D == lanes::L) return lanes_backward(a, s, scratch);
+  if (takes_lanes(s)) return lanes_backward(a, s, scratch);
 #endif
   const int64_t D = s.D, Tq = s.Tq, Tk = s.Tk, tqp = s.tq_pad(), tkp = s.tk_pad();
   float* Kr = scratch;           // tkp × D rotated keys (rows)
