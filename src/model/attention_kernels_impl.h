@@ -9,7 +9,8 @@
 // dQr = dS·Kr, dKr = dSᵀ·Qr, dV = Pᵀ·dO (summed over the group's query heads), then the inverse
 // RoPE rotation. The matrix products run over register tiles (attention_tiles.h); this file
 // holds the row operations (RoPE, transposes, softmax) and the two passes. Head dimension 16
-// with AVX2 or AVX-512 takes attention_lanes.h's kernels instead (queries in vector lanes).
+// with AVX2 or AVX-512 takes attention_lanes.h's kernels instead (queries in vector lanes),
+// except for decoding over a KV cache (takes_lanes, below).
 #include <algorithm>
 #include <cmath>
 
