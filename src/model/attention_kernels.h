@@ -28,6 +28,12 @@ struct AttnShape {
 // Floats of scratch one forward / backward call needs.
 int64_t forward_scratch(const AttnShape& s);
 int64_t backward_scratch(const AttnShape& s);
+// What attention_lanes.h's kernels (head dimension 16) lay out in theirs: Tk rows of 16 for
+// the keys and a block's scores (forward), or for the keys, dK, dV, P and dS (backward), and
+// two (forward) or four (backward) 16 × 16 blocks.
+inline int64_t lanes_scratch(int64_t Tk, bool backward) {
+  return (backward ? 5 : 2) * Tk * 16 + (backward ? 4 : 2) * 16 * 16;
+}
 
 // o rows (strided like q: o + r*o_sh + i*o_st) = softmax(causal(q·kᵀ·scale))·v. lse: when not
 // null, each query row's log-sum-exp of its scaled scores (group × Tq, head r at lse + r*Tq),

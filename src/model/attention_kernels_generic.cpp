@@ -13,17 +13,17 @@
 
 namespace lmx::kernels {
 
-// Head dimension 16 on AVX2 and AVX-512: attention_lanes.h's kernels, whose scratch is the most
-// asked here (Tk rows of 16 for the keys and each block's scores, and four 16 × 16 blocks).
+// Head dimension 16 may run either the row kernels or attention_lanes.h's (by ISA and shape):
+// enough for both.
 int64_t forward_scratch(const AttnShape& s) {
   const int64_t rows = s.D * s.tk_pad() + s.tq_pad() * s.D + s.tq_pad() * s.tk_pad() + 8 * s.D;
-  return s.D == 16 ? std::max(rows, 2 * s.Tk * 16 + 2 * 256) : rows;
+  return s.D == 16 ? std::max(rows, lanes_scratch(s.Tk, false)) : rows;
 }
 
 int64_t backward_scratch(const AttnShape& s) {
   const int64_t tq = s.tq_pad(), tk = s.tk_pad(), D = s.D;
   const int64_t rows = 5 * tk * D + 3 * tq * D + 2 * tq * tk + tq;
-  return D == 16 ? std::max(rows, 5 * s.Tk * 16 + 4 * 256) : rows;
+  return D == 16 ? std::max(rows, lanes_scratch(s.Tk, true)) : rows;
 }
 
 namespace {

@@ -10,7 +10,7 @@
 // RoPE rotation. The matrix products run over register tiles (attention_tiles.h); this file
 // holds the row operations (RoPE, transposes, softmax) and the two passes. Head dimension 16
 // with AVX2 or AVX-512 takes attention_lanes.h's kernels instead (queries in vector lanes),
-// except for decoding over a KV cache (takes_lanes, below).
+// except for decoding over a KV cache (lanes::takes).
 #include <algorithm>
 #include <cmath>
 
@@ -197,19 +197,10 @@ static inline __attribute__((always_inline)) void probs_row(float* s, int64_t n,
 #endif
 
 namespace lmx::kernels::LMX_KERNEL_NS {
-namespace {
-// The lanes kernels take head dimension 16, except a few queries over a KV cache (decoding:
-// q_start > 0, fewer than 16 queries), where a block of 16 lanes would mostly compute padding
-// and the row kernels' 4-row tiles waste less. Training (q_start 0) always takes them.
-inline bool takes_lanes(const AttnShape& s) { return s.D == 16 && (s.q_start == 0 || s.Tq >= 16); }
-}  // namespace
-}  // namespace lmx::kernels::LMX_KERNEL_NS
-
-namespace lmx::kernels::LMX_KERNEL_NS {
 
 void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
 #if defined(__AVX2__)
-  if (takes_lanes(s)) return lanes_forward(a, s, scratch);
+  if (lanes::takes(s)) return lanes_forward(a, s, scratch);
 #endif
   const int64_t D = s.D, Tq = s.Tq, Tk = s.Tk, tqp = s.tq_pad(), tkp = s.tk_pad();
   float* Kt = scratch;             // D × tkp rotated keys, transposed
@@ -246,7 +237,7 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
 
 void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
 #if defined(__AVX2__)
-  if (takes_lanes(s)) return lanes_backward(a, s, scratch);
+  if (lanes::takes(s)) return lanes_backward(a, s, scratch);
 #endif
   const int64_t D = s.D, Tq = s.Tq, Tk = s.Tk, tqp = s.tq_pad(), tkp = s.tk_pad();
   float* Kr = scratch;           // tkp × D rotated keys (rows)

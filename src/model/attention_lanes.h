@@ -57,7 +57,6 @@ static inline __attribute__((always_inline)) vL operator*(vL a, float b) { retur
 static inline __attribute__((always_inline)) vL operator*(float a, vL b) { return {a * b.lo, a * b.hi}; }
 static inline __attribute__((always_inline)) vL operator/(float a, vL b) { return {a / b.lo, a / b.hi}; }
 static inline __attribute__((always_inline)) vL& operator+=(vL& a, vL b) { return a = a + b; }
-static inline __attribute__((always_inline)) vL& operator*=(vL& a, vL b) { return a = a * b; }
 static inline __attribute__((always_inline)) vL ld(const float* p) { return {vload(p), vload(p + 8)}; }
 static inline __attribute__((always_inline)) void st(float* p, vL x) { vstore(p, x.lo), vstore(p + 8, x.hi); }
 static inline __attribute__((always_inline)) vL bc(float a) { return {splat(a), splat(a)}; }
@@ -158,11 +157,17 @@ static inline __attribute__((always_inline)) void mix_rows(const float* X, int64
   }
 }
 
+// The lanes kernels take head dimension 16, except a few queries over a KV cache (decoding:
+// q_start > 0, fewer than 16 queries), where a block of 16 lanes would mostly compute padding
+// and the row kernels' 4-row tiles waste less. Training (q_start 0) always takes them.
+static inline bool takes(const AttnShape& s) { return s.D == L && (s.q_start == 0 || s.Tq >= L); }
+
 }  // namespace lanes
 
 void lanes_forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
   using namespace lanes;
   const int64_t Tq = s.Tq, Tk = s.Tk;
+  // lanes_scratch(Tk, false) floats (attention_kernels.h):
   float* Kr = scratch;         // Tk rows of rotated keys
   float* St = Kr + Tk * L;     // a block's scaled scores, then exps, key by key (16 lanes each)
   float* rows = St + Tk * L;   // 16 × 16
@@ -209,6 +214,7 @@ void lanes_forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
 void lanes_backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
   using namespace lanes;
   const int64_t Tq = s.Tq, Tk = s.Tk;
+  // lanes_scratch(Tk, true) floats (attention_kernels.h):
   float* Kr = scratch;            // Tk rows of rotated keys
   float* dK = Kr + Tk * L;        // rotated-space key gradient, Tk rows
   float* dV = dK + Tk * L;        // value gradient
