@@ -1,6 +1,7 @@
 // The fused cross-entropy (model/loss.h) against LibTorch's cross_entropy: loss and logits
 // gradient, mean and sum, vocabularies with and without a tail past the 8-float vectors,
-// ignored targets, and every target ignored.
+// ignored targets, and every target ignored. The fused token embedding (model/embedding.h)
+// against torch::embedding: the same rows, and bit for bit the same weight gradient.
 #include "catch.h"
 
 #include <torch/nn/functional/loss.h>
@@ -8,6 +9,7 @@
 #include <cmath>
 
 #include "experiments/probe.h"
+#include "model/embedding.h"
 #include "model/fused_attention.h"
 #include "model/loss.h"
 #include "util/error.h"
@@ -48,6 +50,17 @@ TEST_CASE("fused cross-entropy: LibTorch's loss and gradient", "[model][loss][fu
       }
     }
   }
+  SECTION("the loss's own gradient (1): the kernel's gradient as it is, the same bits as the scaled path") {
+    torch::manual_seed(3);
+    auto logits0 = torch::randn({19, 64}) * 3;
+    auto targets = torch::randint(64, {19}, torch::kInt64);
+    auto a = logits0.clone().requires_grad_(), b = logits0.clone().requires_grad_();
+    lm_cross_entropy(a, targets, -100, false).backward();                      // gradient 1: returned as is
+    lm_cross_entropy(b, targets, -100, false).backward(torch::full({}, 2.0));  // ×2, exact
+    CHECK(torch::equal(a.grad(), b.grad() / 2));
+    auto plain = ce_and_grad(logits0, targets, false, false).second / 0.7;
+    CHECK(max_abs(a.grad(), plain) < 1e-6);
+  }
   SECTION("every target ignored: the mean is NaN, the sum 0, as LibTorch's") {
     auto logits = torch::randn({4, 16});
     auto targets = torch::full({4}, -100, torch::kInt64);
@@ -58,5 +71,38 @@ TEST_CASE("fused cross-entropy: LibTorch's loss and gradient", "[model][loss][fu
   SECTION("a target outside the vocabulary: an input error naming it") {
     auto targets = torch::tensor({1, 16}, torch::kInt64);
     CHECK_THROWS_AS(lm_cross_entropy(torch::randn({2, 16}), targets, -100, false), InputError);
+  }
+}
+
+TEST_CASE("fused token embedding: torch::embedding's rows and, bit for bit, its weight gradient",
+          "[model][loss][fused]") {
+  torch::manual_seed(5);
+  for (int64_t C : {64, 13}) {
+    DYNAMIC_SECTION("C=" << C) {
+      auto w0 = torch::randn({11, C});
+      auto tokens = torch::randint(11, {6, 50}, torch::kInt64);  // ~27 uses of each row
+      auto dy = torch::randn({6, 50, C});
+      auto run = [&](bool fused) {
+        const bool before = fused_attention_enabled();
+        set_fused_attention(fused);
+        auto w = w0.clone().requires_grad_();
+        auto y = embed_tokens(w, tokens);
+        set_fused_attention(before);
+        y.backward(dy);
+        return std::pair{y.detach(), w.grad()};
+      };
+      auto [y_fused, g_fused] = run(true);
+      auto [y_plain, g_plain] = run(false);
+      CHECK(y_fused.sizes() == y_plain.sizes());
+      CHECK(torch::equal(y_fused, y_plain));
+      CHECK(torch::equal(g_fused, g_plain));
+      // An independent sum in double: the gradient is each row's tokens' gradients.
+      auto ref = torch::zeros({11, C}, torch::kDouble).index_add_(0, tokens.reshape(-1), dy.reshape({-1, C}).to(torch::kDouble));
+      CHECK(max_abs(g_fused.to(torch::kDouble), ref) < 1e-4);
+    }
+  }
+  SECTION("a token outside the vocabulary: an input error naming it") {
+    CHECK_THROWS_AS(embed_tokens(torch::randn({4, 8}), torch::tensor({{1, 4}}, torch::kInt64)), InputError);
+    CHECK_THROWS_AS(embed_tokens(torch::randn({4, 8}), torch::tensor({{-1, 2}}, torch::kInt64)), InputError);
   }
 }

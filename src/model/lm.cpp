@@ -10,6 +10,7 @@
 
 #include "model/attention.h"
 #include "model/block.h"
+#include "model/embedding.h"
 #include "model/ffn.h"
 #include "model/init.h"
 #include "model/linear.h"
@@ -108,7 +109,7 @@ torch::Tensor ModernLMImpl::run(const torch::Tensor& tokens, KVCache* cache, con
                                  c10::toString(tokens.scalar_type())));
   const int64_t start = cache ? cache->length : 0;
   if (cache && cache->layers.size() != p.layers.size()) cache->layers.resize(p.layers.size());
-  auto x = p.embed_tokens(tokens);  // (B, T, C)
+  auto x = embed_tokens(p.embed_tokens->weight, tokens);  // (B, T, C)
   if (cfg_.embed_scale == "sqrt_d") x = x * std::sqrt(static_cast<double>(cfg_.d_model));
   if (lengths) {  // each sequence's tokens at positions [0, length)
     std::vector<int64_t> pos;

@@ -54,7 +54,13 @@ class CrossEntropyFn : public torch::autograd::Function<CrossEntropyFn> {
                                                  torch::autograd::variable_list grads) {
     op_timer::Scope timed(op_timer::Kind::Loss);
     auto dlogits = ctx->get_saved_variables()[0];
-    return {dlogits * grads[0], torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    // The loss is the graph's output: its gradient is usually exactly 1, and x·1 is x (no pass
+    // over the logits, no allocation). Otherwise (a summed loss divided by the token count)
+    // scaled as before.
+    const auto& g = grads[0];
+    if (g.numel() == 1 && g.scalar_type() == torch::kFloat32 && g.item<float>() == 1.0f)
+      return {dlogits, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dlogits * g, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 

@@ -109,6 +109,14 @@ std::vector<int64_t> row_lengths(const torch::Tensor& targets) {
   return len;
 }
 
+// How many of the targets count (are not kIgnore): a plain loop (a LibTorch compare and sum
+// cost ~0.04 ms a step).
+int64_t counted_targets(const torch::Tensor& targets) {
+  const torch::Tensor cpu = targets.to(torch::kCPU, torch::kInt64).contiguous();
+  const int64_t* tg = cpu.data_ptr<int64_t>();
+  return std::count_if(tg, tg + cpu.numel(), [](int64_t t) { return t != data::kIgnore; });
+}
+
 }  // namespace
 
 MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& targets) {
@@ -171,7 +179,7 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
   } else if (global_tokens >= 0) {
     r.tokens = global_tokens;
   } else {
-    for (const auto& m : micro) r.tokens += (m.targets != data::kIgnore).sum().item<int64_t>();
+    for (const auto& m : micro) r.tokens += counted_targets(m.targets);
   }
   // One micro-batch (the whole batch): the mean over its targets, as lm_cross_entropy's
   // kernel scales it. Several, or data-parallel: each one's token losses summed over the
