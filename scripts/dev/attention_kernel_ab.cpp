@@ -7,7 +7,6 @@
 //   attention_kernel_ab ITERS generic|avx2|avx512
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -34,12 +33,9 @@ struct Shape {
 
 struct Buffers {
   std::vector<float> qkv, o, lse, dout, dqkv, cos, sin, scratch;
-  // The scratch at 64 bytes, as src/model/fused_attention.cpp hands it to the kernels (at
-  // malloc's 16 bytes the 16-float rows split cache lines, and the timings with them).
-  float* scratch64() {
-    const auto at = reinterpret_cast<uintptr_t>(scratch.data()) / sizeof(float) % 16;
-    return scratch.data() + (16 - at) % 16;
-  }
+  // The scratch aligned as src/model/fused_attention.cpp hands it to the kernels (at malloc's
+  // 16 bytes the 16-float rows split cache lines, and the timings with them).
+  float* scratch64() { return align_scratch(scratch.data()); }
 };
 
 // The fields ForwardArgs and BackwardArgs share, for sequence b and KV head g.
@@ -113,7 +109,7 @@ Buffers make(const Shape& p) {
   s.D = p.D;
   s.group = p.H / p.Hk;
   // Twice the working tree's need, so a reference that needed more still fits.
-  m.scratch.resize(2 * std::max(forward_scratch(s), backward_scratch(s)) + 64 * p.D + 16);
+  m.scratch.resize(2 * std::max(forward_scratch(s), backward_scratch(s)) + 64 * p.D + kScratchAlign);
   return m;
 }
 

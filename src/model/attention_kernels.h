@@ -25,9 +25,16 @@ struct AttnShape {
   int64_t visible(int64_t i) const { return q_start + i + 1 < Tk ? q_start + i + 1 : Tk; }
 };
 
-// Floats of scratch one forward / backward call needs.
+// Floats of scratch one forward / backward call needs, at an address align_scratch gives: 64
+// bytes, so that the lanes kernels' 16-float rows never split a cache line (a buffer of
+// kScratchAlign floats more than the need always holds it).
 int64_t forward_scratch(const AttnShape& s);
 int64_t backward_scratch(const AttnShape& s);
+constexpr int64_t kScratchAlign = 16;
+inline float* align_scratch(float* p) {
+  const auto at = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) / sizeof(float) % kScratchAlign);
+  return p + (kScratchAlign - at) % kScratchAlign;
+}
 // What attention_lanes.h's kernels (head dimension 16) lay out in theirs: Tk rows of 16 for
 // the keys and a block's scores (forward), or for the keys, dK, dV, P and dS (backward), and
 // two (forward) or four (backward) 16 × 16 blocks.

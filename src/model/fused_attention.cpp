@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <stdexcept>
 #include <cstdlib>
 #include <cstring>
@@ -35,9 +34,8 @@ std::atomic<bool>& enabled_flag() {
 template <class Fn>
 void for_each_kv_head(int64_t B, int64_t Hk, int64_t group, int64_t scratch_n, const Fn& fn) {
   at::parallel_for(0, B * Hk, 1, [&](int64_t begin, int64_t end) {
-    constexpr int64_t kAlign = 16;  // floats
-    std::vector<float> buffer(scratch_n + kAlign);
-    float* scratch = buffer.data() + (kAlign - reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(float) % kAlign) % kAlign;
+    std::vector<float> buffer(scratch_n + kernels::kScratchAlign);
+    float* scratch = kernels::align_scratch(buffer.data());
     for (int64_t idx = begin; idx < end; ++idx) fn(idx / Hk, idx % Hk, (idx % Hk) * group, scratch);
   });
 }
