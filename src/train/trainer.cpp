@@ -93,10 +93,14 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const tor
 
 namespace {
 
+// Token ids or targets as contiguous int64 on the CPU, for plain loops (the batcher's already
+// are: no copy).
+torch::Tensor host_ids(const torch::Tensor& t) { return t.to(torch::kCPU, torch::kInt64).contiguous(); }
+
 // Each row's length: up to its last target that counts (doc layout pads at the end) of (B, T)
-// targets (the batcher's are int64 on the CPU: no copy).
+// targets.
 std::vector<int64_t> row_lengths(const torch::Tensor& targets) {
-  const torch::Tensor cpu = targets.to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor cpu = host_ids(targets);
   const int64_t B = cpu.size(0), T = cpu.size(1);
   const int64_t* tg = cpu.data_ptr<int64_t>();
   std::vector<int64_t> len(B, 0);
@@ -112,7 +116,7 @@ std::vector<int64_t> row_lengths(const torch::Tensor& targets) {
 // How many of the targets count (are not kIgnore): a plain loop (a LibTorch compare and sum
 // cost ~0.04 ms a step).
 int64_t counted_targets(const torch::Tensor& targets) {
-  const torch::Tensor cpu = targets.to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor cpu = host_ids(targets);
   const int64_t* tg = cpu.data_ptr<int64_t>();
   return std::count_if(tg, tg + cpu.numel(), [](int64_t t) { return t != data::kIgnore; });
 }
@@ -120,8 +124,8 @@ int64_t counted_targets(const torch::Tensor& targets) {
 }  // namespace
 
 MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& targets) {
-  const torch::Tensor in = inputs.to(torch::kCPU, torch::kInt64).contiguous();
-  const torch::Tensor tg = targets.to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor in = host_ids(inputs);
+  const torch::Tensor tg = host_ids(targets);
   const std::vector<int64_t> len = row_lengths(tg);
   const int64_t B = in.size(0), T = in.size(1);
   const bool full = std::all_of(len.begin(), len.end(), [&](int64_t n) { return n == T; });  // packed rows: nothing to cut
