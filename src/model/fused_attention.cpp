@@ -127,17 +127,31 @@ void point_rows(Args& a, const HeadOffsets& at, const float* qkv, OutPtr o, int6
   a.o_sh = D;
 }
 
+// Asks the cache for n floats from p on, one prefetch per 64-byte line.
+void prefetch_floats(const float* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 3);
+}
+
 // fn(at, shape, scratch) for every (sequence b, KV head g): `at` where its rows sit, shape that
 // sequence's (Tq = Tk = its length, group = H / Hk), in parallel chunks that each own the
 // scratch the longest sequence needs.
+//
+// Before a sequence's first KV head, its rows of qkv are prefetched as one contiguous block. A
+// head's kernel reads its q, k and v rows at the stride of the packed projection's row (one or
+// two 64-byte lines of every 8-12): short strided streams that the hardware prefetchers take up
+// late. In the backward, qkv (saved by the forward) has left the cache by then, and the kernels
+// ran 15-25% slower than on a second pass over the same rows; the contiguous prefetch recovers
+// most of that (docs/PERFORMANCE.md). Prefetches change no arithmetic: the same bits.
 template <class Fn>
 void for_each_segment_head(const Segments& seg, int64_t H, int64_t Hk, kernels::AttnShape shape, bool backward,
-                           const Fn& fn) {
+                           const float* qkv, const Fn& fn) {
   shape.group = H / Hk;
   shape.Tq = shape.Tk = seg.longest;
   const int64_t scratch_n = backward ? kernels::backward_scratch(shape) : kernels::forward_scratch(shape);
+  const int64_t row = (H + 2 * Hk) * shape.D;
   for_each_kv_head(static_cast<int64_t>(seg.len.size()), Hk, shape.group, scratch_n,
                    [&](int64_t b, int64_t g, int64_t h0, float* scratch) {
+                     if (g == 0) prefetch_floats(qkv + seg.start[b] * row, seg.len[b] * row);
                      kernels::AttnShape s = shape;
                      s.Tq = s.Tk = seg.len[b];
                      fn(HeadOffsets(seg, b, g, h0, H, Hk, shape.D), s, scratch);
@@ -151,7 +165,7 @@ void run_forward_segments(const torch::Tensor& qkv, int64_t H, int64_t Hk, const
   const float* q = qkv.data_ptr<float>();
   float* op = o.data_ptr<float>();
   auto kernel = kernels::forward_kernel();
-  for_each_segment_head(seg, H, Hk, shape, /*backward=*/false,
+  for_each_segment_head(seg, H, Hk, shape, /*backward=*/false, q,
                         [&](const HeadOffsets& at, const kernels::AttnShape& s, float* scratch) {
                           kernels::ForwardArgs a{};
                           point_rows(a, at, q, op, H, s.D);
@@ -198,7 +212,7 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
                 *lp = lse.data_ptr<float>();
     float* dq = dqkv.data_ptr<float>();
     auto kernel = kernels::backward_kernel();
-    for_each_segment_head(seg, H, Hk, shape, /*backward=*/true,
+    for_each_segment_head(seg, H, Hk, shape, /*backward=*/true, q,
                           [&](const HeadOffsets& at, const kernels::AttnShape& s, float* scratch) {
                             kernels::BackwardArgs a{};
                             point_rows(a, at, q, op, H, D);
