@@ -148,13 +148,13 @@ void for_each_segment_head(const Segments& seg, int64_t H, int64_t Hk, kernels::
   shape.group = H / Hk;
   shape.Tq = shape.Tk = seg.longest;
   const int64_t scratch_n = backward ? kernels::backward_scratch(shape) : kernels::forward_scratch(shape);
-  const int64_t row = (H + 2 * Hk) * shape.D;
   for_each_kv_head(static_cast<int64_t>(seg.len.size()), Hk, shape.group, scratch_n,
                    [&](int64_t b, int64_t g, int64_t h0, float* scratch) {
-                     if (g == 0) prefetch_floats(qkv + seg.start[b] * row, seg.len[b] * row);
+                     const HeadOffsets at(seg, b, g, h0, H, Hk, shape.D);
+                     if (g == 0) prefetch_floats(qkv + at.q, seg.len[b] * at.row);  // at.q: the sequence's first row
                      kernels::AttnShape s = shape;
                      s.Tq = s.Tk = seg.len[b];
-                     fn(HeadOffsets(seg, b, g, h0, H, Hk, shape.D), s, scratch);
+                     fn(at, s, scratch);
                    });
 }
 
