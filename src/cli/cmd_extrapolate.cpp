@@ -21,6 +21,7 @@
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/progress.h"
 #include "util/signals.h"
 
 namespace fs = std::filesystem;
@@ -112,6 +113,8 @@ int run_extrapolate(const ExtrapolateOptions& o, const Globals& g) {
   Table table;
   table.header = {"position", "seed", "range", "tokens", "nll", "true_nll", "gap"};
   std::vector<SummaryRow> rows;
+  const int total = static_cast<int>(configs.size() * seeds.size());
+  RunProgress progress(total, total);
   for (const auto& cfg : configs) {
     for (uint64_t seed : seeds) {
       const std::string dir = (fs::path(out) / cfg.name / fmt::format("seed{}", seed)).string();
@@ -121,13 +124,15 @@ int run_extrapolate(const ExtrapolateOptions& o, const Globals& g) {
       if (r.status == "interrupted") break;
       add_by_position(table, o, corpus, cfg.name, seed, dir, starts);
       write_file_atomic((fs::path(out) / "by_position.csv").string(), table.csv());
+      const std::string times = progress.ended();
+      log::info("extrapolate", "{} {} seed {}: {}; {}", progress.counter(), cfg.name, seed, r.status, times);
     }
     if (signals::interrupted()) break;
   }
   write_file_atomic((fs::path(out) / "summary.csv").string(), with_aggregates(seed_rows(rows)).csv());
   write_file_atomic((fs::path(out) / "by_position.md").string(), table.markdown());
   std::cout << table.markdown();
-  log::info("extrapolate", "results in {}", out);
+  log::info("extrapolate", "results in {} (figures: lmx plot {})", out, out);
   return signals::interrupted() ? 130 : 0;
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <numeric>
 
 #include "cli/app.h"
 #include "cli/common.h"
@@ -21,6 +22,7 @@
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/progress.h"
 #include "util/signals.h"
 
 namespace fs = std::filesystem;
@@ -71,6 +73,7 @@ struct Uptrain {
   std::string out;
   bool tty = false;
   Table table;
+  RunProgress* progress = nullptr;  // training runs done / total, weighted by their steps
 
   // One row of the table, written to uptrain.csv at once.
   void add(int k, const std::string& init, const std::string& steps_label, const std::string& seed,
@@ -85,7 +88,11 @@ struct Uptrain {
     fs::create_directories(dir);
     RunOptions ro{seed, dir, tty};
     ro.init_from = init_from;
-    return train_run(cfg, corpus, ro);
+    RunResult r = train_run(cfg, corpus, ro);
+    const std::string times = progress->ended(cfg.train.steps);
+    log::info("uptrain", "{} {} ({} steps): {}; {}", progress->counter(), fs::path(dir).lexically_relative(out).string(),
+              cfg.train.steps, r.status, times);
+    return r;
   }
 };
 
@@ -138,6 +145,12 @@ int run_uptrain(const UptrainOptions& o, const Globals& g) {
   const int64_t budget = original_budget(ck, corpus);
   const std::vector<int> steps = uptrain_lengths(o, budget);
   Uptrain u{o, ck, base, corpus, g.out.empty() ? default_out_dir("uptrain") : g.out, false, {}};
+  const double per_conversion = std::accumulate(steps.begin(), steps.end(), 0.0);
+  const size_t conversions = kv_heads.size() * inits.size() * seeds.size();
+  const size_t scratch_runs = o.no_scratch ? 0 : kv_heads.size() * seeds.size();
+  RunProgress progress(static_cast<int>(conversions * steps.size() + scratch_runs),
+                       conversions * per_conversion + scratch_runs * static_cast<double>(budget));
+  u.progress = &progress;
   prepare_out_dir(u.out);
   signals::install();
   u.tty = isatty(STDERR_FILENO) && !log::quiet();

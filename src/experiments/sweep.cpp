@@ -22,6 +22,7 @@
 #include "util/error.h"
 #include "util/jobserver.h"
 #include "util/log.h"
+#include "util/progress.h"
 #include "util/runtime.h"
 #include "util/signals.h"
 
@@ -239,10 +240,10 @@ class SweepScheduler {
   SweepScheduler(const std::vector<SweepRun>& runs, const SweepOptions& opt, int jobs, int threads,
                  std::optional<Jobserver>& slots)
       : runs_(runs), opt_(opt), jobs_(jobs), threads_(threads), slots_(slots), status_(runs.size(), -1),
-        collected_(runs.size()) {}
+        collected_(runs.size()), progress_(static_cast<int>(runs.size()), static_cast<double>(runs.size())) {}
 
   SweepResult run() {
-    while (done_ < runs_.size()) {
+    while (static_cast<size_t>(progress_.done()) < runs_.size()) {
       start_ready();
       if (!wait_for_one()) break;  // interrupted before starting the rest
     }
@@ -269,8 +270,8 @@ class SweepScheduler {
         collect(next_, kept);
         status_[next_] = 0;
         ++res_.skipped;
-        ++done_;
-        log::info("sweep", "[{}/{}] {} seed {}: finished before, kept", done_, runs_.size(), r.name, r.seed);
+        progress_.kept();
+        log::info("sweep", "{} {} seed {}: finished before, kept", progress_.counter(), r.name, r.seed);
         ++next_;
         continue;
       }
@@ -333,7 +334,7 @@ class SweepScheduler {
 
   // Run i ended: its rows collected, and counted as done, diverged, failed or interrupted.
   void ended(size_t i, int wstatus) {
-    ++done_;
+    const std::string times = progress_.ended();
     status_[i] = exit_code(wstatus);
     const SweepRun& r = runs_[i];
     const std::string summary = (fs::path(r.dir) / "summary.csv").string();
@@ -348,8 +349,9 @@ class SweepScheduler {
     const bool diverged = status_[i] == 1 && all_status(collected_[i], {"diverged"});
     if (status_[i] == 130) res_.interrupted = true;
     else if (status_[i] != 0 && !diverged) ++res_.failed;
-    log::info("sweep", "[{}/{}] {} seed {}: {}", done_, runs_.size(), r.name, r.seed,
-              status_[i] == 0 ? "done" : diverged ? "diverged" : fmt::format("exit {} (see {})", status_[i], r.log));
+    log::info("sweep", "{} {} seed {}: {}; {}", progress_.counter(), r.name, r.seed,
+              status_[i] == 0 ? "done" : diverged ? "diverged" : fmt::format("exit {} (see {})", status_[i], r.log),
+              times);
   }
 
   const std::vector<SweepRun>& runs_;
@@ -358,9 +360,10 @@ class SweepScheduler {
   std::optional<Jobserver>& slots_;
   SweepResult res_;
   std::map<int, size_t> running_;  // pid -> run index
-  size_t next_ = 0, done_ = 0;
+  size_t next_ = 0;
   std::vector<int> status_;
   std::vector<Table> collected_;  // per run, joined in run order at the end
+  RunProgress progress_;           // runs done / total and the ETA, in every run's log line
 };
 
 }  // namespace
