@@ -106,7 +106,7 @@ TEST_CASE("the byte tokenizer's corpus is unchanged, and data stats says 1 token
   CHECK(std::filesystem::exists(s.model()));
 }
 
-TEST_CASE("train, eval and generate use the tokenizer, a missing, corrupt or changed file is exit 2",
+TEST_CASE("train, eval and generate use the run's tokenizer copy, and a missing, corrupt or changed file is exit 2",
           "[data][tokenizer][cli]") {
   TextSetup s;
   // no model yet: one line naming the file
@@ -122,6 +122,11 @@ TEST_CASE("train, eval and generate use the tokenizer, a missing, corrupt or cha
   CHECK(c.metadata.at("tokenizer") == s.model());
   CHECK(c.metadata.at("tokenizer_hash") == data::file_hash(s.model()));
   CHECK(c.config.model.vocab_size == 100);
+  // the run holds its own copy, and reading the checkpoint takes it
+  const std::string copy = s.dir.file("run/seed0/tokenizer.model");
+  REQUIRE(std::filesystem::exists(copy));
+  CHECK(data::file_hash(copy) == data::file_hash(s.model()));
+  CHECK(c.config.data.tokenizer_model == copy);
   auto eval = lmx::test::run_lmx("-q eval " + ck);
   CHECK(eval.code == 0);
   auto gen = lmx::test::run_lmx("-q generate " + ck + " --prompt \"the gardener\" --max-new 5 --temperature 0");
@@ -129,8 +134,16 @@ TEST_CASE("train, eval and generate use the tokenizer, a missing, corrupt or cha
   CHECK(gen.code == 0);
   CHECK_THAT(gen.output, Catch::StartsWith("the gardener | "));
 
-  // retrained with another vocabulary: the hash no longer matches
+  // the config's model retrained with another vocabulary: the run keeps working with its copy
   REQUIRE(lmx::test::run_lmx("-q data tokenizer " + s.config + " --vocab 90").code == 0);
+  CHECK(lmx::test::run_lmx("-q eval " + ck).code == 0);
+  // a copy that is not the file the run trained with
+  s.dir.write("run/seed0/tokenizer.model", lmx::test::read_file(s.model()));
+  auto tampered = lmx::test::run_lmx("-q eval " + ck);
+  CHECK(tampered.code == 2);
+  CHECK_THAT(first_line(tampered.output), Catch::Contains(copy) && Catch::Contains("is not the one the checkpoint"));
+  // without its copy the checkpoint reads the config's file, which has changed
+  std::filesystem::remove(copy);
   auto changed = lmx::test::run_lmx("-q eval " + ck);
   CHECK(changed.code == 2);
   CHECK_THAT(first_line(changed.output), Catch::Contains("has changed since the checkpoint"));
@@ -148,4 +161,47 @@ TEST_CASE("train, eval and generate use the tokenizer, a missing, corrupt or cha
   CHECK(garden.code == 2);
   CHECK_THAT(garden.output, Catch::Contains("data.tokenizer"));
   CHECK(lmx::test::run_lmx("-q data tokenizer " + s.config).code == 2);
+  // too few pieces for the text's characters: the hint says which way to go
+  auto tiny = lmx::test::run_lmx("-q data tokenizer " + s.config + " --vocab 8");
+  CHECK(tiny.code == 2);
+  CHECK_THAT(tiny.output, Catch::Contains("hint: a larger --vocab"));
+}
+
+TEST_CASE("a run folder travels: moved, its checkpoints eval, generate, export and uptrain from anywhere",
+          "[data][tokenizer][cli]") {
+  namespace fs = std::filesystem;
+  TextSetup s;
+  // byte pieces: the exports (llama.cpp, HF) need them
+  REQUIRE(lmx::test::run_lmx("-q data tokenizer " + s.config + " --vocab 300 --byte-fallback").code == 0);
+  // trained from the config's folder with relative paths, as a user does
+  auto trained = lmx::test::run_lmx("-q train own.yaml --set train.steps=3 --set model.n_kv_heads=4 --out run",
+                                    s.dir.path.string());
+  INFO(trained.output);
+  REQUIRE(trained.code == 0);
+  // the run moves to another folder; the config's tokenizer model is gone
+  TempDir elsewhere;
+  fs::rename(s.dir.file("run"), elsewhere.file("moved"));
+  fs::remove(s.model());
+  const std::string ck = elsewhere.file("moved/seed0/model.safetensors");
+  TempDir cwd;  // and the commands run from a third folder
+  auto eval = lmx::test::run_lmx("-q eval " + ck, cwd.path.string());
+  INFO(eval.output);
+  CHECK(eval.code == 0);
+  auto gen = lmx::test::run_lmx("generate " + ck + " --prompt \"the gardener\" --max-new 12 --temperature 0 --ignore-eos",
+                                cwd.path.string());
+  INFO(gen.output);
+  CHECK(gen.code == 0);
+  CHECK_THAT(gen.output, Catch::Contains("[generate] 11 tokens after the first"));  // <eos> did not stop it
+  auto hf = lmx::test::run_lmx("-q export " + ck + " --hf hf --gguf m.gguf", cwd.path.string());
+  INFO(hf.output);
+  CHECK(hf.code == 0);
+  CHECK(fs::exists(cwd.file("hf/tokenizer.json")));
+  CHECK(fs::exists(cwd.file("m.gguf")));
+  auto up = lmx::test::run_lmx("-q uptrain " + ck + " --kv-heads 1 --init mean --steps 2 --no-scratch --out up",
+                               cwd.path.string());
+  INFO(up.output);
+  CHECK(up.code == 0);
+  // the converted checkpoint carries the tokenizer too
+  CHECK(fs::exists(cwd.file("up/kv1-mean-s0/tokenizer.model")));
+  CHECK(lmx::test::run_lmx("-q eval up/kv1-mean-s0/converted.safetensors", cwd.path.string()).code == 0);
 }

@@ -73,7 +73,7 @@ std::vector<GridPoint> ablation_steps(const AblateOptions& o, const Config& from
   // The dataset's vocabulary sizes the parameter counts; needed only for re-matching d_ff.
   const int vocab = o.no_match                ? 0
                     : from.model.vocab_size > 0 ? from.model.vocab_size
-                                                : data::load_corpus(from.data).vocab.size();
+                                                : data::load_vocabulary(from.data).vocab.size();
   const int64_t start_params = o.no_match ? 0 : params_of(from.model, vocab);
   for (const auto& n : parse_list(o.order)) {
     const Change& change = find_change(n);
@@ -153,7 +153,7 @@ int run_ablate(const AblateOptions& o, const Globals& g) {
   write_file_atomic((fs::path(out) / "ablation.csv").string(), table.csv());
   write_file_atomic((fs::path(out) / "ablation.md").string(), table.markdown());
   std::cout << table.markdown();
-  log::info("ablate", "results in {}", out);
+  log::info("ablate", "results in {} (figures: lmx plot {})", out, out);
   ablate_resume_hint(r, out);
   return r.interrupted ? 130 : r.failed ? 1 : 0;
 }

@@ -200,7 +200,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
   if (a.batch > 0) cfg.train.batch_size = a.batch;
   if (a.seq_len > 0) cfg.data.seq_len = a.seq_len;
   if (a.vocab > 0) cfg.model.vocab_size = a.vocab;
-  if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data::load_corpus(cfg.data).vocab.size();
+  if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data::load_vocabulary(cfg.data).vocab.size();
   const int64_t B = cfg.train.batch_size, T = cfg.data.seq_len, V = cfg.model.vocab_size;
   if (T > cfg.model.max_seq_len && cfg.model.position == "learned")
     throw InputError(fmt::format("--seq-len {} exceeds model.max_seq_len {}", T, cfg.model.max_seq_len));

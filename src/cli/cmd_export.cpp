@@ -42,7 +42,8 @@ int run_export(const ExportOptions& o, const Globals&) {
   if (o.hf.empty() && o.gguf.empty() && o.reference.empty())
     throw InputError("export: nothing to write", "give --hf DIR, --gguf FILE and / or --reference FILE");
   Checkpoint ck = read_checkpoint(o.checkpoint);
-  data::Corpus corpus = data::load_corpus(ck.config.data);
+  // The documents only for --reference (its test-split probabilities); else the vocabulary alone.
+  data::Corpus corpus = o.reference.empty() ? data::load_vocabulary(ck.config.data) : data::load_corpus(ck.config.data);
   ck.config = resolve_for_corpus(ck.config, corpus);  // the vocabulary fits the model
   check_tokenizer(ck, corpus);
   check_export(o, ck);

@@ -67,7 +67,7 @@ int run_generate(const GenerateOptions& o, const Globals& g) {
   Checkpoint ck = read_checkpoint(o.ckpt);
   ModernLM model = load_model(ck);
   model->eval();
-  data::Corpus corpus = data::load_corpus(ck.config.data);
+  data::Corpus corpus = data::load_vocabulary(ck.config.data);  // no documents: a text run's text may be elsewhere
   resolve_for_corpus(ck.config, corpus);
   check_tokenizer(ck, corpus);
   data::Doc tokens = {corpus.vocab.bos};

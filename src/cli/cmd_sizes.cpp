@@ -64,7 +64,7 @@ struct Sized {
 Sized load_sized(const std::string& path, const std::vector<std::string>& sets) {
   Sized s{load_config(path, sets)};
   if (s.cfg.model.vocab_size == 0) {
-    s.cfg.model.vocab_size = data::load_corpus(s.cfg.data).vocab.size();
+    s.cfg.model.vocab_size = data::load_vocabulary(s.cfg.data).vocab.size();
     s.vocab_from_data = true;
   }
   return s;

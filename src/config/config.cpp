@@ -242,15 +242,15 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   std::vector<std::string> chain;
   apply_file(cfg, path, chain);
   for (const auto& o : overrides) apply_override(cfg, o);
-  // The tokenizer model: next to the config by default; a relative path is relative to it.
-  auto rebase = [&](std::string& p) {
-    if (!p.empty() && fs::path(p).is_relative() && !fs::exists(p))
-      p = (fs::path(path).parent_path() / p).lexically_normal().string();
-  };
-  if (cfg.data.tokenizer == "sentencepiece" && cfg.data.tokenizer_model.empty())
-    cfg.data.tokenizer_model = (fs::path(path).parent_path() / (cfg.name + ".tokenizer.model")).lexically_normal().string();
-  else
-    rebase(cfg.data.tokenizer_model);
+  // The tokenizer model: next to the config by default; a relative path is relative to it (or,
+  // from --set, to the working directory when it names a file there). Made absolute, so that
+  // the config a run records works from any working directory.
+  std::string& model = cfg.data.tokenizer_model;
+  const std::string config_dir = fs::path(path).parent_path().string();
+  if (cfg.data.tokenizer == "sentencepiece" && model.empty())
+    model = resolve_path(cfg.name + ".tokenizer.model", config_dir);
+  else if (!model.empty())
+    model = resolve_path(model, fs::path(model).is_relative() && fs::exists(model) ? "" : config_dir);
   validate(cfg);
   return cfg;
 }

@@ -131,4 +131,19 @@ Corpus load_corpus(const DataConfig& cfg) {
   return c;
 }
 
+Corpus load_vocabulary(const DataConfig& cfg) {
+  Corpus c;
+  c.kind = cfg.kind;
+  if (cfg.kind == "garden") {
+    auto garden = Garden::load(cfg.grammar);
+    c.vocab = garden->vocab();
+    c.truth = garden;
+  } else if (cfg.kind == "text") {
+    c.vocab = text_vocab(cfg);
+  } else {
+    throw InputError(fmt::format("data.kind: unknown value '{}'; valid: garden, text", cfg.kind));
+  }
+  return c;
+}
+
 }  // namespace lmx::data

@@ -69,4 +69,8 @@ struct Corpus {
 // Builds (garden: generates deterministically from data.seed) the corpus a config names.
 Corpus load_corpus(const DataConfig& cfg);
 
+// The same corpus's vocabulary (and truth) without its documents: all that generating from a
+// checkpoint or exporting it needs (a text run's checkpoint works without its text).
+Corpus load_vocabulary(const DataConfig& cfg);
+
 }  // namespace lmx::data

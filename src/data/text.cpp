@@ -90,17 +90,20 @@ bool subwords(const DataConfig& cfg) { return cfg.tokenizer == "sentencepiece"; 
 
 }  // namespace
 
+Vocab text_vocab(const DataConfig& cfg) {
+  if (!subwords(cfg)) return byte_vocab();
+  auto tok = Tokenizer::load(cfg.tokenizer_model);
+  Vocab v;
+  for (int32_t i = 0; i < tok->size(); ++i) v.words.push_back(tok->piece(i));
+  v.bos = tok->bos(), v.eos = tok->eos(), v.pad = tok->pad();
+  v.tokenizer = tok;
+  return v;
+}
+
 Corpus load_text_corpus(const DataConfig& cfg) {
   Corpus c;
   c.kind = "text";
-  c.vocab = byte_vocab();
-  if (subwords(cfg)) {
-    auto tok = Tokenizer::load(cfg.tokenizer_model);
-    c.vocab = Vocab();
-    for (int32_t i = 0; i < tok->size(); ++i) c.vocab.words.push_back(tok->piece(i));
-    c.vocab.bos = tok->bos(), c.vocab.eos = tok->eos(), c.vocab.pad = tok->pad();
-    c.vocab.tokenizer = tok;
-  }
+  c.vocab = text_vocab(cfg);
   const std::vector<std::string> texts = cut_documents(cfg, subwords(cfg));
   const std::vector<int> which = assign_splits(cfg, texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {

@@ -11,6 +11,9 @@ namespace lmx::data {
 // The byte vocabulary: ids 0..255 are the bytes, then <pad>, <bos>, <eos>.
 Vocab byte_vocab();
 
+// The vocabulary of a text config (bytes, or the SentencePiece model's pieces); reads no text.
+Vocab text_vocab(const DataConfig& cfg);
+
 // Builds a text corpus (no truth). Throws InputError if data.text_path cannot be read or
 // holds too little text for the three splits.
 Corpus load_text_corpus(const DataConfig& cfg);

@@ -170,7 +170,7 @@ namespace {
 void match_point_params(const ExperimentSpec& spec, std::vector<GridPoint>& points) {
   auto ref = std::find_if(points.begin(), points.end(), [&](const GridPoint& p) { return p.base_name == spec.match_params; });
   const Config& rc = ref->config;
-  const int vocab = rc.model.vocab_size > 0 ? rc.model.vocab_size : data::load_corpus(rc.data).vocab.size();
+  const int vocab = rc.model.vocab_size > 0 ? rc.model.vocab_size : data::load_vocabulary(rc.data).vocab.size();
   const int64_t target = params_of(rc.model, vocab);
   for (auto& p : points) {
     if (std::llabs(params_of(p.config.model, vocab) - target) <= target / 100) continue;

@@ -3,12 +3,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
+#include "data/tokenizer.h"
 #include "model/memory.h"
 #include "model/sizes.h"
 #include "model/hf_llama.h"
+#include "util/csv.h"
 #include "util/error.h"
+
+namespace fs = std::filesystem;
 
 namespace lmx {
 
@@ -29,6 +36,32 @@ std::string listing(const std::vector<std::string>& items) {
   return out;
 }
 
+// A checkpoint travels with its tokenizer: a SentencePiece model is copied beside it as this
+// file (once; again only when it differs), and read_checkpoint reads that copy.
+const char* const kTokenizerCopy = "tokenizer.model";
+const char* const kTokenizerHashKey = "tokenizer_hash";
+
+bool uses_tokenizer_file(const Config& cfg) {
+  return cfg.data.tokenizer == "sentencepiece" && !cfg.data.tokenizer_model.empty();
+}
+
+fs::path tokenizer_copy(const std::string& ckpt_path) { return fs::path(ckpt_path).parent_path() / kTokenizerCopy; }
+
+// Copies the config's tokenizer model beside the checkpoint; returns its hash.
+std::string copy_tokenizer_beside(const std::string& ckpt_path, const Config& cfg) {
+  const std::string& source = cfg.data.tokenizer_model;
+  const std::string hash = data::file_hash(source);
+  const fs::path copy = tokenizer_copy(ckpt_path);
+  std::error_code ec;
+  if (fs::exists(copy, ec) && (fs::equivalent(copy, source, ec) || data::file_hash(copy.string()) == hash)) return hash;
+  std::ifstream in(source, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  if (!in) throw InputError(fmt::format("{}: cannot read the tokenizer model to copy beside {}", source, ckpt_path));
+  write_file_atomic(copy.string(), bytes.str());
+  return hash;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, ModernLMImpl& model, const Config& cfg, const NamedTensors& extra_tensors,
@@ -37,6 +70,7 @@ void save_checkpoint(const std::string& path, ModernLMImpl& model, const Config&
   for (const auto& p : model.named_parameters()) tensors.push_back({p.key(), p.value()});
   for (const auto& t : extra_tensors) tensors.push_back(t);
   std::map<std::string, std::string> metadata = extra_metadata;
+  if (uses_tokenizer_file(cfg)) metadata[kTokenizerHashKey] = copy_tokenizer_beside(path, cfg);
   metadata[kConfigKey] = to_yaml(cfg);
   metadata[kNameKey] = cfg.name;
   metadata["format"] = "pt";  // what Hugging Face tools expect of a PyTorch state dict
@@ -55,6 +89,18 @@ Checkpoint read_checkpoint(const std::string& path) {
   ckpt.config = parse_config(it->second, path + " (lmx_config)");
   auto name = file.metadata.find(kNameKey);
   if (name != file.metadata.end()) ckpt.config.name = name->second;
+  // The tokenizer copy beside the checkpoint, when there is one (the run folder may have moved),
+  // and it must be the file the checkpoint was trained with.
+  const fs::path copy = tokenizer_copy(path);
+  std::error_code ec;
+  if (uses_tokenizer_file(ckpt.config) && fs::is_regular_file(copy, ec)) {
+    ckpt.config.data.tokenizer_model = fs::absolute(copy, ec).lexically_normal().string();
+    auto want = file.metadata.find(kTokenizerHashKey);
+    if (want != file.metadata.end() && want->second != data::file_hash(copy.string()))
+      throw InputError(fmt::format("{}: the tokenizer copy {} is not the one the checkpoint was trained with (hash {}, "
+                                   "file {})", path, copy.string(), want->second, data::file_hash(copy.string())),
+                       "restore the run folder's tokenizer.model (or retrain the run)");
+  }
   ckpt.tensors = std::move(file.tensors);
   ckpt.metadata = std::move(file.metadata);
   return ckpt;

@@ -1,6 +1,9 @@
 // Checkpoints: one safetensors file holding the model's parameters (HF-style names, see
 // lm.h), the resolved config as YAML in the metadata key "lmx_config", and whatever extra
 // tensors the trainer adds ("optim.*", "state.*": ignored when loading the model).
+// A checkpoint travels: a SentencePiece tokenizer is copied beside it as tokenizer.model (its
+// hash in the metadata key "tokenizer_hash"), and reading it takes that copy, checking the hash;
+// file paths in the config (data.text_path, data.grammar) are absolute.
 #pragma once
 #include <map>
 #include <string>
@@ -30,7 +33,7 @@ inline void save_checkpoint(const std::string& path, ModernLM& model, const Conf
 }
 
 // Reads a checkpoint; InputError when the file is not a valid safetensors file or has no
-// (valid) lmx_config. A directory is read as a Hugging Face Llama folder (model/hf_llama.h).
+// (valid) lmx_config, or when the tokenizer.model beside it is not the one it recorded. A directory is read as a Hugging Face Llama folder (model/hf_llama.h).
 Checkpoint read_checkpoint(const std::string& path);
 
 // Builds a ModernLM from the checkpoint's config (on the CPU) and copies the weights in.

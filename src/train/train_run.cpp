@@ -209,10 +209,8 @@ void write_run_checkpoint(Training& tr, const std::string& status, double train_
   auto meta = state_metadata(state);
   meta["seed"] = std::to_string(tr.opt.seed);
   meta["message"] = tr.res.message;
-  if (tr.corpus.vocab.tokenizer) {  // eval and generate check that the file is still the same
-    meta["tokenizer"] = tr.corpus.vocab.tokenizer->path();
-    meta["tokenizer_hash"] = tr.corpus.vocab.tokenizer->hash();
-  }
+  // Where the tokenizer came from (save_checkpoint copies it beside the checkpoint with its hash).
+  if (tr.corpus.vocab.tokenizer) meta["tokenizer"] = tr.corpus.vocab.tokenizer->path();
   save_checkpoint(tr.ckpt_path, tr.model, tr.cfg,
                   resumable_status(status) ? optimizer_tensors(*tr.model, *tr.optimizer) : NamedTensors{}, meta);
 }
