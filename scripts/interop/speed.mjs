@@ -3,8 +3,8 @@
 // <bos> + the prompt's tokens, then N greedy tokens (<eos> does not stop), 1 thread, batch 1, the
 // F32 KV cache without flash attention (check.mjs's settings). Prints "node-loop" with the tokens per
 // second of the JavaScript loop from the first generated token to the N-th (model load and prompt
-// excluded), the tokens generated and how many were <eos> (lmx generate stops at one: then the
-// lengths would differ); then llama.cpp's own timings (llama_perf_context_print: "eval time" = the
+// excluded), the tokens generated and how many were <eos> (neither side stops at one: speed.sh runs
+// lmx generate with --ignore-eos); then llama.cpp's own timings (llama_perf_context_print: "eval time" = the
 // N - 1 decode steps after the prompt) among its info log lines.
 import {getLlama, GgmlType, LlamaLogLevel} from "node-llama-cpp";
 

@@ -22,6 +22,7 @@ struct GenerateOptions {
   int max_new = 40, top_k = 0;
   double temperature = 1.0;
   bool no_cache = false;
+  bool ignore_eos = false;
 };
 
 namespace {
@@ -38,7 +39,8 @@ int64_t next_token(torch::Tensor logits, const GenerateOptions& o) {
   return torch::multinomial(torch::softmax(logits, -1), 1).item<int64_t>();
 }
 
-// Appends up to o.max_new tokens to tokens (stops at <eos> or the model's max_seq_len).
+// Appends up to o.max_new tokens to tokens (stops at <eos> unless --ignore-eos, and at the
+// model's max_seq_len).
 // Returns the seconds after the first new token (which carries the prompt).
 double continue_tokens(ModernLM& model, const GenerateOptions& o, int max_seq_len, int32_t eos, data::Doc& tokens) {
   KVCache cache;
@@ -55,7 +57,7 @@ double continue_tokens(ModernLM& model, const GenerateOptions& o, int max_seq_le
     const int64_t next = next_token(logits, o);
     tokens.push_back(static_cast<int32_t>(next));
     if (i == 0) first = std::chrono::steady_clock::now();
-    if (next == eos) break;
+    if (next == eos && !o.ignore_eos) break;
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - first).count();
 }
@@ -92,10 +94,14 @@ void add_generate_command(CLI::App& app, Globals& g) {
   auto* cmd = app.add_subcommand("generate", "Sample a continuation from a checkpoint (KV cache by default)");
   cmd->add_option("checkpoint", o->ckpt, "model.safetensors, or a Hugging Face Llama folder")->required();
   cmd->add_option("--prompt", o->prompt, "prompt words (garden) or text; <bos> is prepended");
-  cmd->add_option("--max-new", o->max_new, "tokens to generate (stops early at <eos>)")->check(Positive);
+  cmd->add_option("--max-new", o->max_new, "tokens to generate (stops early at <eos>, unless --ignore-eos)")
+      ->check(Positive);
   cmd->add_option("--temperature", o->temperature, "sampling temperature; 0 = greedy")->check(NonNegative);
   cmd->add_option("--top-k", o->top_k, "sample among the k most likely tokens; 0 = all")->check(NonNegative);
   cmd->add_flag("--no-cache", o->no_cache, "recompute the whole prefix at every step");
+  cmd->add_flag("--ignore-eos", o->ignore_eos,
+                "go on past <eos> to --max-new tokens (or max_seq_len), as llama.cpp's --ignore-eos: runs of "
+                "equal length for speed comparisons");
   on_run(cmd, g, o, run_generate);
 }
 

@@ -157,9 +157,17 @@ void train_tokenizer(const std::vector<std::string>& texts, int vocab, const std
   };
   std::string model;
   const std::string error = module().train(texts, args, &model);
-  if (!error.empty())
+  if (!error.empty()) {
+    // SentencePiece says which way: "... smaller than required_chars ... Increase vocab_size" (every
+    // character of the text needs a piece) or "Vocabulary size too high ... <= N".
+    const bool too_small = error.find("Increase vocab_size") != std::string::npos ||
+                           error.find("smaller than required_chars") != std::string::npos;
+    const bool too_large = error.find("too high") != std::string::npos;
     throw InputError(fmt::format("SentencePiece {} training with --vocab {} failed: {}", type, vocab, error),
-                     "a smaller --vocab (the training split may be too small for this many pieces)");
+                     too_small   ? "a larger --vocab: every character of the training split needs a piece of its own"
+                     : too_large ? "a smaller --vocab (the training split is too small for this many pieces)"
+                                 : "check --vocab and the training split (lmx data stats CONFIG)");
+  }
   write_file_atomic(path, model);
 }
 
