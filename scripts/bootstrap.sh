@@ -10,7 +10,7 @@ mode="${1:-}"
 
 packages=(cmake g++ make ninja-build libtorch-dev libcli11-dev libyaml-cpp-dev libfmt-dev catch2
           nlohmann-json3-dev libopenblas0-pthread gnuplot-nox libgloo-dev libsentencepiece-dev libspdlog-dev
-          libdnnl-dev)
+          libdnnl-dev libpng-dev)
 
 say() { echo "[bootstrap] $*" >&2; }
 # Each part's wall time, for the first-run table in docs/PERFORMANCE.md.

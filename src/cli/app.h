@@ -78,5 +78,6 @@ void add_uptrain_command(CLI::App& app, Globals& g);
 void add_launch_command(CLI::App& app, Globals& g);
 void add_export_command(CLI::App& app, Globals& g);
 void add_compare_command(CLI::App& app, Globals& g);
+void add_plot_command(CLI::App& app, Globals& g);
 
 }  // namespace lmx::cli

@@ -68,7 +68,7 @@ int run_sweep_verb(const SweepVerbOptions& o, const Globals& g) {
   SweepResult r = run_sweep(points, spec.seeds, so);
   if (resume) log::info("sweep", "resume: {} finished run(s) kept, {} continued", r.skipped, r.resumed);
   if (!r.seeds.header.empty()) write_summary(out, r.seeds);
-  log::info("sweep", "results in {}", out);
+  log::info("sweep", "results in {} (figures: lmx plot {})", out, out);
   if (r.interrupted) {
     log::warn("sweep", "interrupted: continue with  lmx sweep {} --resume {}", o.spec, out);
     return 130;

@@ -260,7 +260,7 @@ int run_train(const TrainOptions& o, const Globals& g) {
   if (!writer) return code;
   write_summary(plan.out, rows);
   if (code == 130) log::warn("train", "interrupted: continue with  lmx train --resume {}", plan.out);
-  log::info("train", "results in {}", plan.out);
+  log::info("train", "results in {} (figures: lmx plot {})", plan.out, plan.out);
   return code;
 }
 

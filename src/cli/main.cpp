@@ -91,6 +91,7 @@ void add_verbs(CLI::App& app, lmx::cli::Globals& g) {
   add_extrapolate_command(app, g);
   add_ablate_command(app, g);
   add_compare_command(app, g);
+  add_plot_command(app, g);
   add_uptrain_command(app, g);
   add_export_command(app, g);
   add_launch_command(app, g);
