@@ -233,6 +233,15 @@ TEST_CASE("the verdict needs the t-interval and the permutation test to agree", 
   CHECK(v5.t_excludes_zero);
   CHECK(v5.sign == 0);
   CHECK(v5.seeds_needed == 6);
+  CHECK(v5.seeds_difference == 6);
+  // With a margin of 0.5 the same seeds tie (90% interval [0.149, 0.451]); a decided difference
+  // would still need a sixth seed.
+  const Verdict t5 = decide(five, 0.5, 0);
+  CHECK(t5.tie);
+  CHECK(t5.decided());
+  CHECK(t5.seeds_needed == 0);
+  CHECK(t5.seeds_difference == 6);
+  CHECK(t5.seeds_tie == 4);  // reached: the projection itself, 0.3 + t_{0.95,3} · 0.158/√4 = 0.486 ≤ 0.5
   // The same with a sixth seed: p = 2/64, decided.
   const Comparison six = compare_values(seeds_0_to({1.1, 1.3, 1.2, 1.5, 1.4, 1.3}), seeds_0_to({1, 1, 1, 1, 1, 1}));
   CHECK(decide(six, std::nan(""), 0).sign == 1);
@@ -277,7 +286,7 @@ TEST_CASE("lmx compare reads two summaries and writes the interval", "[compare][
   CHECK_THAT(r.output, Catch::Contains("permutation p 0.25 (exact, all 8 sign flips"));
   // Differences −0.10, −0.07, −0.12: the t-interval excludes 0, the sign flips cannot.
   CHECK_THAT(r.output, Catch::Contains("verdict: inconclusive (the t-interval excludes 0, permutation p 0.25"));
-  CHECK_THAT(r.output, Catch::Contains("needs ≥ 6 seeds"));
+  CHECK_THAT(r.output, Catch::Contains("a difference needs ≥ 6 seeds"));
   const std::string csv = test::read_file(dir.file("c.csv"));
   CHECK(csv.rfind("metric,n_a,n_b,paired,mean_a,mean_b,diff,ci_lo,ci_hi,", 0) == 0);
   CHECK_THAT(csv, Catch::Contains("test_ppl,3,3,1,3.710000,3.806667,-0.096667,"));

@@ -150,23 +150,28 @@ std::string failed_list(const Side& s) {
   return fmt::format("{}", fmt::join(items, ", "));
 }
 
+// "needs ≥ 8 seeds at the observed difference and spread", or that no number would do.
+std::string seeds_needed_text(int n, bool paired) {
+  if (n == kNeverEnough) return "no number of seeds would decide it at the observed difference and spread";
+  return fmt::format("needs ≥ {} seeds{} at the observed difference and spread", n, paired ? "" : " a side");
+}
+
 std::string verdict_text(const Comparison& c, const Verdict& v) {
   if (v.failed > 0) return fmt::format("inconclusive ({} runs failed)", v.failed);
   if (std::isnan(c.ci.lo)) return "inconclusive (one seed on a side: no interval)";
-  std::vector<std::string> parts;
+  // The t-interval excludes 0 where the permutation test cannot follow: the tests disagree.
+  const std::string disagree =
+      fmt::format("the t-interval excludes 0, permutation p {:.4g} ≥ {}: a difference {}", c.perm.p, kAlpha,
+                  seeds_needed_text(v.seeds_difference, c.paired));
   if (v.sign != 0)
-    parts.push_back(fmt::format("A {} than B (the 95% t-interval excludes 0 and permutation p {:.4g} < {})",
-                                v.sign > 0 ? "higher" : "lower", c.perm.p, kAlpha));
-  if (v.tie) parts.push_back(fmt::format("tie within ±{:.4g} (TOST p {:.4g} < {})", v.margin, v.tost_p, kAlpha));
-  if (!parts.empty()) return fmt::format("{}", fmt::join(parts, "; "));
-  const std::string need = v.seeds_needed == kNeverEnough
-                               ? "no number of seeds would decide it at the observed difference and spread"
-                               : fmt::format("needs ≥ {} seeds{} at the observed difference and spread",
-                                             v.seeds_needed, c.paired ? "" : " a side");
-  if (v.t_excludes_zero)
-    return fmt::format("inconclusive (the t-interval excludes 0, permutation p {:.4g} ≥ {}: {})", c.perm.p, kAlpha,
-                       need);
-  return fmt::format("inconclusive ({})", need);
+    return fmt::format("A {} than B (the 95% t-interval excludes 0 and permutation p {:.4g} < {}){}",
+                       v.sign > 0 ? "higher" : "lower", c.perm.p, kAlpha,
+                       v.tie ? fmt::format("; also a tie within ±{:.4g} (TOST p {:.4g})", v.margin, v.tost_p) : "");
+  if (v.tie)
+    return fmt::format("tie within ±{:.4g} (TOST p {:.4g} < {}){}", v.margin, v.tost_p, kAlpha,
+                       v.t_excludes_zero ? "; but " + disagree : "");
+  if (v.t_excludes_zero) return fmt::format("inconclusive ({})", disagree);
+  return fmt::format("inconclusive ({})", seeds_needed_text(v.seeds_needed, c.paired));
 }
 
 void print_comparison(const CompareOptions& o, const Side& A, const Side& B, const std::vector<uint64_t>& left_out,
@@ -238,9 +243,9 @@ void write_comparison_csv(const CompareOptions& o, const Side& A, const Side& B,
       {"tost_p", csv_num(v.tost_p, 6)},
       {"sig", v.sign > 0 ? "+" : v.sign < 0 ? "-" : ""},
       {"tie", tost ? flag(v.tie) : ""},
-      {"seeds_diff", seeds(seeds_for_difference(c))},
-      {"seeds_tie", tost ? seeds(seeds_for_tie(c, v.margin)) : ""},
-      {"seeds_needed", v.decided() || v.failed ? "" : seeds(v.seeds_needed)},
+      {"seeds_diff", seeds(v.seeds_difference)},
+      {"seeds_tie", seeds(v.seeds_tie)},
+      {"seeds_needed", seeds(v.seeds_needed)},
       {"failed_a", std::to_string(A.failed.size())},
       {"failed_b", std::to_string(B.failed.size())},
   };

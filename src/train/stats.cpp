@@ -292,10 +292,7 @@ Verdict decide(const Comparison& c, double margin, int failed) {
   Verdict v;
   v.failed = failed, v.margin = margin;
   v.tost_p = std::nan("");
-  if (std::isnan(c.ci.lo)) {
-    v.seeds_needed = 0;  // no spread to project from
-    return v;
-  }
+  if (std::isnan(c.ci.lo)) return v;  // no spread: no test, nothing to project from
   v.t_excludes_zero = c.ci.lo > 0 || c.ci.hi < 0;
   if (v.t_excludes_zero && c.perm.p < kAlpha) v.sign = c.diff > 0 ? 1 : -1;
   if (!std::isnan(margin)) {
@@ -305,13 +302,17 @@ Verdict decide(const Comparison& c, double margin, int failed) {
     v.tost_p = std::max(p_low, p_high);
     v.tie = c.ci90.lo >= -margin && c.ci90.hi <= margin;
   }
-  if (failed > 0) v.sign = 0, v.tie = false;
-  if (v.decided() || failed > 0) return v;
-  const int diff_n = seeds_for_difference(c), tie_n = std::isnan(margin) ? kNeverEnough : seeds_for_tie(c, margin);
-  const int need = diff_n == kNeverEnough ? tie_n : tie_n == kNeverEnough ? diff_n : std::min(diff_n, tie_n);
-  // Where the projection is met already (the permutation p fell short at these seeds), at least one more.
+  // The seeds each outcome would need; where the projection is met already but the outcome is
+  // not (the permutation p fell short at these seeds), at least one more.
   const int now = static_cast<int>(c.paired ? c.n_a : std::min(c.n_a, c.n_b));
-  v.seeds_needed = need == kNeverEnough ? kNeverEnough : std::max(need, now + 1);
+  auto one_more = [now](int n, bool reached) { return reached || n == kNeverEnough ? n : std::max(n, now + 1); };
+  v.seeds_difference = one_more(seeds_for_difference(c), v.sign != 0);
+  v.seeds_tie = std::isnan(margin) ? 0 : one_more(seeds_for_tie(c, margin), v.tie);
+  if (failed > 0) v.sign = 0, v.tie = false;
+  if (!v.decided() && failed == 0) {
+    const int d = v.seeds_difference, t = v.seeds_tie == 0 ? kNeverEnough : v.seeds_tie;
+    v.seeds_needed = d == kNeverEnough ? t : t == kNeverEnough ? d : std::min(d, t);
+  }
   return v;
 }
 

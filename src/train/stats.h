@@ -100,7 +100,9 @@ struct Verdict {
   double margin = 0;             // m; NaN without a tie test
   bool tie = false;              // TOST at m: the 90% t-interval inside [−m, m]
   double tost_p = 0;             // the larger of the two one-sided p-values; NaN without m
-  int seeds_needed = 0;          // inconclusive: seeds (≥ now + 1) that would decide; see above
+  // Seeds for a decided difference and for a tie (seeds_for_*, at least one more than now where
+  // that outcome is not reached); the smaller of them when inconclusive. 0: not projected.
+  int seeds_difference = 0, seeds_tie = 0, seeds_needed = 0;
   bool decided() const { return failed == 0 && (sign != 0 || tie); }
 };
 Verdict decide(const Comparison& c, double margin, int failed);
