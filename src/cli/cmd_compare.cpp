@@ -157,7 +157,7 @@ std::string seeds_needed_text(int n, bool paired) {
 }
 
 std::string verdict_text(const Comparison& c, const Verdict& v) {
-  if (v.failed > 0) return fmt::format("inconclusive ({} runs failed)", v.failed);
+  if (v.failed > 0) return fmt::format("inconclusive ({} run{} failed)", v.failed, v.failed > 1 ? "s" : "");
   if (std::isnan(c.ci.lo)) return "inconclusive (one seed on a side: no interval)";
   // The t-interval excludes 0 where the permutation test cannot follow: the tests disagree.
   const std::string disagree =
