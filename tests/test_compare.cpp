@@ -50,7 +50,7 @@ Comparison paired_with(double diff, double sd, int n) {
 
 }  // namespace
 
-TEST_CASE("Student t quantiles match the published tables", "[compare]") {
+TEST_CASE("compare stats: Student t quantiles match the published tables", "[compare]") {
   CHECK(student_t_quantile(0.975, 2) == Approx(4.302653).margin(1e-6));
   CHECK(student_t_quantile(0.975, 4) == Approx(2.776445).margin(1e-6));
   CHECK(student_t_quantile(0.975, 9) == Approx(2.262157).margin(1e-6));
@@ -63,7 +63,7 @@ TEST_CASE("Student t quantiles match the published tables", "[compare]") {
   CHECK(student_t_quantile(0.5, 3) == 0);
 }
 
-TEST_CASE("Student t CDF matches its closed forms at df 1, 2 and 4", "[compare]") {
+TEST_CASE("compare stats: Student t CDF matches its closed forms at df 1, 2 and 4", "[compare]") {
   for (double t : {-30.0, -2.5, -0.3, 0.0, 0.7, 1.0, 4.0, 50.0}) {
     INFO("t = " << t);
     CHECK(student_t_cdf(t, 1) == Approx(0.5 + std::atan(t) / M_PI).margin(1e-12));  // Cauchy
@@ -80,7 +80,7 @@ TEST_CASE("Student t CDF matches its closed forms at df 1, 2 and 4", "[compare]"
     for (double p : {0.9, 0.95, 0.975, 0.995}) CHECK(student_t_cdf(student_t_quantile(p, df), df) == Approx(p).margin(1e-10));
 }
 
-TEST_CASE("Welch-Satterthwaite df and the Welch interval against hand computations", "[compare]") {
+TEST_CASE("compare stats: Welch-Satterthwaite df and the Welch interval against hand computations", "[compare]") {
   // a = {1, 2, 3, 4}: var 5/3; b = {2, 4, 9}: var 13. ua = 5/12, ub = 13/3:
   // (ua + ub)² / (ua²/3 + ub²/2) = 22.5625 / (4081/432) = 9747/4081.
   CHECK(welch_df(5.0 / 3, 4, 13, 3) == Approx(9747.0 / 4081).epsilon(1e-12));
@@ -96,7 +96,7 @@ TEST_CASE("Welch-Satterthwaite df and the Welch interval against hand computatio
   CHECK(w.ci.hi == Approx(-3 + 2.776445 * std::sqrt(2.0 / 3)).margin(1e-6));
 }
 
-TEST_CASE("the paired t-interval against its closed form", "[compare]") {
+TEST_CASE("compare stats: the paired t-interval against its closed form", "[compare]") {
   // Differences {0.1, 0.3, 0.2, 0.5, 0.4}: mean 0.3, sd √0.025, se √0.005, df 4.
   const SeedValues b{{4, 3, 2, 1, 0}, {1, 1, 1, 1, 1}};
   const SeedValues a{{0, 1, 2, 3, 4}, {1.1, 1.3, 1.2, 1.5, 1.4}};
@@ -118,7 +118,7 @@ TEST_CASE("the paired t-interval against its closed form", "[compare]") {
   CHECK(std::isnan(compare_values(SeedValues{{0}, {3.7}}, SeedValues{{0}, {3.8}}).ci.lo));  // one seed
 }
 
-TEST_CASE("exact permutation p-values against hand enumeration", "[compare]") {
+TEST_CASE("compare stats: exact permutation p-values against hand enumeration", "[compare]") {
   // Sign flips of {1, 2, 3}: sums ±1 ±2 ±3; only +6 and −6 reach |6|: 2 of 8.
   Permutation p = sign_flip_p({1, 2, 3});
   CHECK(p.p == Approx(0.25));
@@ -143,7 +143,7 @@ TEST_CASE("exact permutation p-values against hand enumeration", "[compare]") {
   CHECK(p.arrangements == 10);
 }
 
-TEST_CASE("the Monte-Carlo permutation p agrees with full enumeration beyond the exact limit", "[compare]") {
+TEST_CASE("compare stats: the Monte-Carlo permutation p agrees with full enumeration beyond the exact limit", "[compare]") {
   data::Rng rng(3);
   const std::vector<double> d = normal_sample(22, 0.4, 1.0, rng);  // 2^22 > kExactArrangements
   const Permutation mc = sign_flip_p(d);
@@ -165,7 +165,7 @@ TEST_CASE("the Monte-Carlo permutation p agrees with full enumeration beyond the
   CHECK(two_sample_permutation_p(x, z).p > 0.01);
 }
 
-TEST_CASE("the 95% t-intervals hold their coverage at 3, 5 and 10 seeds", "[compare]") {
+TEST_CASE("compare stats: the 95% t-intervals hold their coverage at 3, 5 and 10 seeds", "[compare]") {
   // 2000 synthetic comparisons with no true difference each: a 95% interval must exclude 0 in
   // 3-7% of them (binomial SD at 5%: 0.5%). The percentile bootstrap this replaced excluded 0 in
   // 11% at 5 paired seeds.
@@ -210,7 +210,7 @@ TEST_CASE("the 95% t-intervals hold their coverage at 3, 5 and 10 seeds", "[comp
   }
 }
 
-TEST_CASE("TOST: a tie holds when the 90% t-interval lies inside the margin", "[compare]") {
+TEST_CASE("compare stats: TOST: a tie holds when the 90% t-interval lies inside the margin", "[compare]") {
   // Differences {0.1, 0.3, 0.2, 0.5, 0.4}: 90% interval [0.149256, 0.450744].
   const Comparison c = compare_values(seeds_0_to({1.1, 1.3, 1.2, 1.5, 1.4}), seeds_0_to({1, 1, 1, 1, 1}));
   const Verdict in = decide(c, 0.5, 0), out = decide(c, 0.45, 0);
@@ -226,7 +226,7 @@ TEST_CASE("TOST: a tie holds when the 90% t-interval lies inside the margin", "[
   CHECK_FALSE(decide(c, 0.5, 1).decided());
 }
 
-TEST_CASE("the verdict needs the t-interval and the permutation test to agree", "[compare]") {
+TEST_CASE("compare stats: the verdict needs the t-interval and the permutation test to agree", "[compare]") {
   // 5 paired seeds, all differences positive: the t-interval excludes 0 but p = 0.0625.
   const Comparison five = compare_values(seeds_0_to({1.1, 1.3, 1.2, 1.5, 1.4}), seeds_0_to({1, 1, 1, 1, 1}));
   const Verdict v5 = decide(five, std::nan(""), 0);
@@ -252,7 +252,7 @@ TEST_CASE("the verdict needs the t-interval and the permutation test to agree", 
   CHECK(f.failed == 2);
 }
 
-TEST_CASE("seeds needed: the smallest n at which the observed difference and spread decide", "[compare]") {
+TEST_CASE("compare stats: seeds needed: the smallest n at which the observed difference and spread decide", "[compare]") {
   // Difference 1, SD 2: t_{0.975,n−1} · 2/√n < 1 first at n = 18 (t_{0.975,17} = 2.109816:
   // 0.99459; at 17, t_{0.975,16} = 2.119905: 1.02831).
   CHECK(seeds_for_difference(paired_with(1, 2, 5)) == 18);
