@@ -14,7 +14,6 @@
 // 6 paired seeds no difference is decisive however large: the two tests must agree.
 #pragma once
 #include <cstdint>
-#include <string>
 #include <vector>
 
 namespace lmx {
