@@ -145,11 +145,10 @@ TEST_CASE("aggregates come from the per-seed table, skipping failed seeds", "[sw
   CHECK(t.rows[4][3] == "1.41421");  // sample std of {4, 6}
   CHECK(t.rows[5][3] == "4.0000");
   CHECK(t.rows[6][3] == "6.0000");
-  // The bootstrap interval of the mean of {4, 6}: resample means 4, 5, 6 with mass 1/4, 1/2,
-  // 1/4, so the 2.5% and 97.5% points are 4 and 6.
+  // The 95% t-interval of the mean of {4, 6}: 5 ± t_{0.975,1} · √2/√2, t_{0.975,1} = 12.706205.
   CHECK(t.rows[7][1] == "ci95_lo");
-  CHECK(t.rows[7][3] == "4.00000");
-  CHECK(t.rows[8][3] == "6.00000");
+  CHECK(t.rows[7][3] == "-7.70620");
+  CHECK(t.rows[8][3] == "17.70620");
 }
 
 TEST_CASE("one value has no spread: no std of 0 and no plus-minus 0 in the Markdown", "[sweep]") {

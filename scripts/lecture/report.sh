@@ -36,54 +36,89 @@ verdict() {
   awk "BEGIN { exit !($1) }" 2> /dev/null || rc=$?
   case $rc in 0) echo "**reproduced**" ;; 1) echo "**not reproduced**" ;; *) echo "n/a (missing numbers)" ;; esac
 }
-# Verdicts with statistics (issue 30; these rules were written before the run they judge).
-# `lmx compare A B --metric M` gives the mean difference A − B over the seeds and its 95%
-# bootstrap interval [lo, hi] (paired by seed when both sides hold the same seeds). With the tie
-# margin m = TIE_MARGIN × |mean of B| (1%: the lecture's "two seeds of one config can differ by
-# ~1%"), a comparison's outcome is
-#   tie           the interval lies inside [−m, m];
-#   A (B) wins    the interval excludes 0 on A's (B's) side (lower ppl / loss, higher accuracy);
-#   inconclusive  otherwise.
-# A claim of a tie checks "tie" first; a claim of a winner checks the winner first. A claim is
-# reproduced when every comparison it makes has the claimed outcome, not reproduced when one
-# has another definite outcome, and inconclusive otherwise. Where a verdict flipped with
-# rounding alone in earlier runs, the seeds were raised (01: 5 seeds), not the margin.
+# Verdicts with statistics (issue 30's rules; issue 45 replaced their percentile bootstrap, which
+# excluded a zero difference in 11% of 5-seed cases instead of 5%, after the run they judge).
+# `lmx compare A B --metric M --margin TIE_MARGIN` gives the mean difference d = A − B over the
+# seeds with its 95% Student-t interval (paired by seed when both sides hold the same seeds: t on
+# the per-seed differences, df n − 1; Welch's otherwise), the exact permutation p-value (sign
+# flips of the per-seed differences; unpaired, every relabeling of the pooled seeds) and the
+# equivalence test (TOST) at m = TIE_MARGIN × |mean of B| (1%: the lecture's "two seeds of one
+# config can differ by ~1%"). A comparison's outcome is
+#   A (B) wins    the 95% t-interval excludes 0 on A's (B's) side (lower ppl / loss, higher
+#                 accuracy) AND the permutation p < 0.05, so that no verdict changes between the
+#                 two tests. With n paired seeds the sign-flip p is never below 2/2^n (0.25 at 3,
+#                 0.0625 at 5, 0.031 at 6): fewer than 6 paired seeds never make a win;
+#   tie           TOST at m passes (both one-sided t-tests at 5%): the 90% t-interval lies
+#                 inside [−m, m];
+#   inconclusive  otherwise, saying why ("t excludes 0, permutation p 0.0625") and how many seeds
+#                 the observed d and SD s would need: the smallest n with t_{0.975,n−1}·s/√n < |d|
+#                 and n ≥ 6 (the permutation test; 4 a side unpaired) for a win, or with
+#                 |d| + t_{0.95,n−1}·s/√n ≤ m for a tie, whichever is smaller and at least one
+#                 more than now; "∞" when neither can be (d = 0 and |d| ≥ m);
+#   inconclusive (k runs failed)  when a run of either side did not finish with a finite value
+#                 (diverged, interrupted, NaN): a verdict that leaves out the runs that failed is
+#                 biased, and no rule here says how failures count.
+# lmx compare computes the tests (src/train/stats.h; its columns sig, tie, seeds_needed,
+# failed_a, failed_b); this script orders them. A claim of a tie checks "tie" first. A claim of a
+# winner checks the winners first; then a t-interval that excludes 0 without the permutation
+# test's agreement is inconclusive (the tests disagree) before a tie is looked for. A claim is
+# reproduced when every comparison it makes has the claimed outcome, not reproduced when one has
+# another definite outcome, and inconclusive otherwise. Where a verdict flipped with rounding
+# alone in earlier runs, the seeds were raised (01: 5 seeds), not the margin.
 TIE_MARGIN=0.01
 CMP_TMP="$(mktemp "${TMPDIR:-/tmp}/lmx-compare.XXXXXX")"
 trap 'rm -f "$CMP_TMP"' EXIT
-# cmp A B METRIC: "diff lo hi mean_b" (empty when lmx compare fails, e.g. a missing point).
+# cmp A B METRIC: "diff lo hi mean_b p tost_lo tost_hi m sig tie needed needed_diff failed" ("_"
+# for an empty cell, failed = failed_a + failed_b); empty when lmx compare fails (e.g. a missing
+# point).
 cmp() {
-  "$LMX" -q compare "$1" "$2" --metric "$3" --csv "$CMP_TMP" > /dev/null 2>&1 || return 0
+  "$LMX" -q compare "$1" "$2" --metric "$3" --margin "$TIE_MARGIN" --csv "$CMP_TMP" > /dev/null 2>&1 || return 0
   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-    { lo = $c["ci_lo"]; hi = $c["ci_hi"]; print $c["diff"], (lo == "" ? "nan" : lo), (hi == "" ? "nan" : hi), $c["mean_b"] }' "$CMP_TMP"
+    { n = split("diff ci_lo ci_hi mean_b p_perm tost_lo tost_hi margin sig tie seeds_needed seeds_diff", k, " ")
+      for (i = 1; i <= n; i++) printf "%s ", ($c[k[i]] == "" ? "_" : $c[k[i]])
+      print $c["failed_a"] + $c["failed_b"] }' "$CMP_TMP"
 }
-# outcome CLAIM HIGHER "diff lo hi mean_b": A, B, tie, inconclusive or na. CLAIM is tie or win
-# (which outcome is checked first); HIGHER is 1 when higher values are better.
+# outcome CLAIM HIGHER "FIELDS" (cmp's): A, B, tie, "inconclusive: WHY" or na. CLAIM is tie or
+# win (which outcome is checked first); HIGHER is 1 when higher values are better.
 outcome() {
-  local d lo hi mb; read -r d lo hi mb <<< "$3"
-  [[ -z "$hi" ]] && { echo na; return; }
-  [[ "$lo" == nan ]] && { echo inconclusive; return; }  # one seed a side: no interval
-  awk -v claim="$1" -v up="$2" -v lo="$lo" -v hi="$hi" -v mb="$mb" -v t="$TIE_MARGIN" 'BEGIN {
-    m = t * (mb < 0 ? -mb : mb); inside = lo >= -m && hi <= m
-    a = up ? lo > 0 : hi < 0; b = up ? hi < 0 : lo > 0
-    if (claim == "tie" && inside) print "tie"; else if (a) print "A"; else if (b) print "B"
-    else if (inside) print "tie"; else print "inconclusive" }'
+  local d lo hi mb p tlo thi m sig tie need need_diff failed a=0 b=0
+  read -r d lo hi mb p tlo thi m sig tie need need_diff failed <<< "$3"
+  [[ -z "$failed" ]] && { echo na; return; }
+  ((failed > 0)) && { echo "inconclusive: $failed run$( ((failed > 1)) && echo s) failed"; return; }
+  [[ "$lo" == _ ]] && { echo "inconclusive: one seed on a side, no interval"; return; }
+  if [[ "$sig" == "+" && "$2" == 1 || "$sig" == "-" && "$2" == 0 ]]; then a=1
+  elif [[ "$sig" == "+" || "$sig" == "-" ]]; then b=1; fi
+  local excludes=0
+  awk -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(lo > 0 || hi < 0) }' && excludes=1
+  if [[ "$1" == tie && "$tie" == 1 ]]; then echo tie
+  elif ((a)); then echo A
+  elif ((b)); then echo B
+  elif ((excludes)); then
+    echo "inconclusive: t excludes 0, permutation p $(awk -v p="$p" 'BEGIN { printf "%.3g", p }'); $(needs "$need_diff")"
+  elif [[ "$tie" == 1 ]]; then echo tie
+  else echo "inconclusive: $(needs "$need")"; fi
 }
+# needs N: "needs ≥ N seeds", or "seeds needed ∞" when no number would decide.
+needs() { if [[ "$1" == inf ]]; then echo "seeds needed ∞"; else echo "needs ≥ $1 seeds"; fi; }
 # claim_verdict WANT OUTCOME...: the claim's verdict from its comparisons' outcomes.
 claim_verdict() {
   local want="$1" o any_other=0 any_inc=0; shift
   for o in "$@"; do
     [[ "$o" == na ]] && { echo "n/a (missing numbers)"; return; }
-    if [[ "$o" == inconclusive ]]; then any_inc=1; elif [[ "$o" != "$want" ]]; then any_other=1; fi
+    if [[ "$o" == inconclusive* ]]; then any_inc=1; elif [[ "$o" != "$want" ]]; then any_other=1; fi
   done
   if ((any_other)); then echo "**not reproduced**"; elif ((any_inc)); then echo "**inconclusive**"; else echo "**reproduced**"; fi
 }
-# ci_text "diff lo hi mean_b" DIGITS: "+0.012 [−0.004, +0.027]".
+# ci_text "FIELDS" DIGITS [tie]: "+0.012 [-0.004, +0.027], p 0.0625": the difference, its 95%
+# t-interval and the permutation p; with "tie" also the 90% interval TOST reads and the margin.
 ci_text() {
-  local d lo hi mb; read -r d lo hi mb <<< "$1"
-  [[ -z "$hi" ]] && { echo "n/a"; return; }
-  [[ "$lo" == nan ]] && { awk -v d="$d" -v k="${2:-3}" 'BEGIN { printf "%+.*f (one seed: no interval)", k, d }'; return; }
-  awk -v d="$d" -v lo="$lo" -v hi="$hi" -v k="${2:-3}" 'BEGIN { printf "%+.*f [%+.*f, %+.*f]", k, d, k, lo, k, hi }'
+  local d lo hi mb p tlo thi m rest; read -r d lo hi mb p tlo thi m rest <<< "$1"
+  [[ -z "$rest" ]] && { echo "n/a"; return; }
+  [[ "$d" == _ ]] && { echo "no finished run on a side"; return; }
+  [[ "$lo" == _ ]] && { awk -v d="$d" -v k="${2:-3}" 'BEGIN { printf "%+.*f (one seed: no interval)", k, d }'; return; }
+  awk -v d="$d" -v lo="$lo" -v hi="$hi" -v p="$p" -v tlo="$tlo" -v thi="$thi" -v m="$m" -v k="${2:-3}" -v tie="${3:-}" 'BEGIN {
+    printf "%+.*f [%+.*f, %+.*f], p %.3g", k, d, k, lo, k, hi, p
+    if (tie != "") printf ", 90%% [%+.*f, %+.*f] vs ±%.*f", k, tlo, k, thi, k, m }'
 }
 # tie_claim CSV METRIC NAME...: every pair of the named points ties. Prints "TEXT|VERDICT".
 tie_claim() {
@@ -93,7 +128,7 @@ tie_claim() {
     for ((j = i + 1; j < ${#names[@]}; j++)); do
       c="$(cmp "$csv:${names[i]}" "$csv:${names[j]}" "$metric")"
       outs+=("$(outcome tie 0 "$c")")
-      text+="${text:+; }${names[i]} − ${names[j]} $(ci_text "$c") (${outs[-1]})"
+      text+="${text:+; }${names[i]} − ${names[j]} $(ci_text "$c" 3 tie) (${outs[-1]})"
     done
   done
   echo "$text|$(claim_verdict tie "${outs[@]}")"
@@ -254,20 +289,27 @@ cat <<EOM
 ## The lecture's findings (../shared/spec/FINDINGS.md) and our verdicts
 
 Each rule was written down (in scripts/lecture/report.sh) before the run whose numbers fill
-this table. Comparisons of trained models use \`lmx compare\`: the mean difference over the
-seeds with its 95% bootstrap interval (paired by seed); a tie holds when the interval lies
-inside ±1% of the compared mean, a win when it excludes 0, otherwise the comparison is
-inconclusive (the rules are at the top of scripts/lecture/report.sh). A collapse is counted per seed.
+this table; the statistics behind the comparisons were replaced after it (issue 45: the
+percentile bootstrap before excluded a zero difference in 11% of 5-seed cases, not 5%).
+Comparisons of trained models use \`lmx compare\`: the mean difference A − B over the seeds with
+its 95% Student-t interval (paired by seed: t on the per-seed differences) in brackets, and the
+exact permutation p-value (all sign flips of the per-seed differences). A **win** needs both: the
+interval excludes 0 and p < 0.05. With n paired seeds p is never below 2/2^n (0.25 at 3 seeds,
+0.0625 at 5), so fewer than 6 seeds never make a win, and "t excludes 0" alone is inconclusive. A
+**tie** needs the equivalence test (TOST) at ±1% of the compared mean to pass: the 90% interval
+(shown for tie claims) inside the margin. Otherwise a comparison is **inconclusive**, with the
+seeds the observed difference and spread would need; a run that failed makes its comparisons
+inconclusive. The rules are at the top of scripts/lecture/report.sh. A collapse is counted per seed.
 
 | finding | the lecture | ours | rule | verdict |
 |---|---|---|---|---|
 EOM
 IFS='|' read -r f1_text f1_verdict <<< "$(tie_claim "$F" test_ppl relu gelu silu swiglu)"
-echo "| F1 four FFNs tie within seed noise | max mean difference 0.027, seed differences up to 0.036 | test ppl per seed: relu $(seed_values "$F" relu test_ppl 3), gelu $(seed_values "$F" gelu test_ppl 3), silu $(seed_values "$F" silu test_ppl 3), swiglu $(seed_values "$F" swiglu test_ppl 3); A − B with 95% interval: $f1_text; seeds that never learned agreement (far acc < 0.9): $(plateau "$F") | every pair ties (interval inside ±1%; $(nseeds "$F" relu) each) | $f1_verdict |"
+echo "| F1 four FFNs tie within seed noise | max mean difference 0.027, seed differences up to 0.036 | test ppl per seed: relu $(seed_values "$F" relu test_ppl 3), gelu $(seed_values "$F" gelu test_ppl 3), silu $(seed_values "$F" silu test_ppl 3), swiglu $(seed_values "$F" swiglu test_ppl 3); A − B with 95% interval: $f1_text; seeds that never learned agreement (far acc < 0.9): $(plateau "$F") | every pair ties (TOST at ±1%; $(nseeds "$F" relu) each) | $f1_verdict |"
 tl() { agg "$F" "$1" mean train_loss_last_epoch; }
 best_plain="$(printf '%s\n' "$(tl relu)" "$(tl gelu)" "$(tl silu)" | sort -g | head -1)"
 IFS='|' read -r f2_text f2_verdict <<< "$(win_claim "$F" train_loss_last_epoch 0 swiglu relu gelu silu)"
-echo "| F2 the gated FFN has the lowest TRAIN loss (~0.2%) | direction of Shazeer's result, drowned on test | mean train loss over the last epoch: relu $(fmt "$(tl relu)" 4), gelu $(fmt "$(tl gelu)" 4), silu $(fmt "$(tl silu)" 4), swiglu $(fmt "$(tl swiglu)" 4) ($(awk -v s="$(tl swiglu)" -v b="$best_plain" 'BEGIN { if (s != "" && b != "") printf "%+.2f%% vs the best ungated", 100 * (s / b - 1) }')); $f2_text | swiglu wins against each ungated FFN (interval below 0) | $f2_verdict |"
+echo "| F2 the gated FFN has the lowest TRAIN loss (~0.2%) | direction of Shazeer's result, drowned on test | mean train loss over the last epoch: relu $(fmt "$(tl relu)" 4), gelu $(fmt "$(tl gelu)" 4), silu $(fmt "$(tl silu)" 4), swiglu $(fmt "$(tl swiglu)" 4) ($(awk -v s="$(tl swiglu)" -v b="$best_plain" 'BEGIN { if (s != "" && b != "") printf "%+.2f%% vs the best ungated", 100 * (s / b - 1) }')); $f2_text | swiglu wins against each ungated FFN (interval below 0, p < 0.05) | $f2_verdict |"
 echo "| F3 ReLU's hidden activations ~60% exact zeros, GELU/SiLU almost never | ~60% | zero fraction (mean over layers and seeds) relu $(layer_mean relu 5), gelu $(layer_mean gelu 5), silu $(layer_mean silu 5) | relu > 0.3, gelu and silu < 0.01 | $(verdict "$(layer_mean relu 5) > 0.3 && $(layer_mean gelu 5) < 0.01 && $(layer_mean silu 5) < 0.01") |"
 echo "| F4 no dead ReLU neuron at the default lr; at lr 0.01 / 0.03 at most 1 of 256 per layer; GELU 0 | 0; 0 and 0 / 0 and 1; GELU 0 | most dead neurons in one layer of one run: relu lr 3e-3 $(maxdead relu), lr 0.01 $(maxdead relu-lr0.01), lr 0.03 $(maxdead relu-lr0.03); gelu lr 3e-3 $(maxdead gelu), 0.01 $(maxdead gelu-lr0.01), 0.03 $(maxdead gelu-lr0.03); runs within the limit at lr 0.01 / 0.03: relu $(runs_dead relu-lr0.01 1) / $(runs_dead relu-lr0.03 1), gelu $(runs_dead gelu-lr0.01 0) / $(runs_dead gelu-lr0.03 0) | 0 at lr 3e-3 (every run); at 0.01 and 0.03 counted per run (5 seeds): relu ≤ 1 per layer, GELU 0 | lr 3e-3: $(verdict "$(maxdead relu) == 0 && $(maxdead gelu) == 0"); lr 0.01 / 0.03: $(per_seed "$(f4_high_runs)") |"
 ni() { awk -F, -v n="$1" -v c="$2" '$1 == n && $2 == c { print $3 }' "$RES/02_norm/norm_invariance.csv"; }
@@ -318,7 +360,7 @@ read -r jump_change jump <<< "$(awk -F, 'NR > 1 { split($5, a, " "); v = a[1] + 
 IFS='|' read -r r2_text r2_verdict <<< "$(win_claim "$P" far_pronoun_acc 1 llama original)"
 # bk RECIPE: the recipe's mean far accuracy per distance bucket and per intervening-noun bucket.
 bk() { echo "d ≤10 / 11–20 / 21+: $(fmt "$(agg "$P" "$1" mean far_acc_d_le10)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_d11_20)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_d21up)" 4), other-gender nouns between 0 / 1 / 2+: $(fmt "$(agg "$P" "$1" mean far_acc_i0)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_i1)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_i2up)" 4)"; }
-echo "| R2 the stable signal: far-pronoun accuracy, Llama-style above the original in every seed; in the one-at-a-time table the RoPE step makes the jump | 0.997–0.998 vs 0.986–0.989; 0.984 → 0.998 at RoPE | far acc original $(seed_values "$P" original far_pronoun_acc 4), llama $(seed_values "$P" llama far_pronoun_acc 4); $r2_text; by bucket (means): original $(bk original); llama $(bk llama); largest one-step rise (seed 0): $jump_change (+$jump) | llama wins (interval above 0, paired by seed), original mean < 0.995; the largest rise is the position=rope step | separation: $r2_verdict, original below 0.995: $(verdict "$(agg "$P" original mean far_pronoun_acc) < 0.995"); RoPE step: $(verdict "\"$jump_change\" == \"position=rope\"") |"
+echo "| R2 the stable signal: far-pronoun accuracy, Llama-style above the original in every seed; in the one-at-a-time table the RoPE step makes the jump | 0.997–0.998 vs 0.986–0.989; 0.984 → 0.998 at RoPE | far acc original $(seed_values "$P" original far_pronoun_acc 4), llama $(seed_values "$P" llama far_pronoun_acc 4); $r2_text; by bucket (means): original $(bk original); llama $(bk llama); largest one-step rise (seed 0): $jump_change (+$jump) | llama wins (interval above 0, p < 0.05, paired by seed), original mean < 0.995; the largest rise is the position=rope step | separation: $r2_verdict, original below 0.995: $(verdict "$(agg "$P" original mean far_pronoun_acc) < 0.995"); RoPE step: $(verdict "\"$jump_change\" == \"position=rope\"") |"
 halfr="$(awk -v u="$uni_r" 'BEGIN { print u / 2 }')"
 echo "| R3 6 layers, lr 5e-3, no warm-up, no clipping: the original collapses, the Llama-style trains | original 3.809 → 3.784, val 45.3; llama 1.570 → 1.325, val 3.919 | best val ppl per seed: original $(seed_values "$ST" original best_val_ppl), llama $(seed_values "$ST" llama best_val_ppl); train loss first → last (means) original $(fmt "$(st original 3)") → $(fmt "$(st original 4)"), llama $(fmt "$(st llama 3)") → $(fmt "$(st llama 4)") | original: every seed > unigram/2 = $(fmt "$halfr" 1); llama: every seed < unigram/2 | original: $(per_seed "$(seeds_where "$ST" original best_val_ppl "v > $halfr")"); llama: $(per_seed "$(seeds_where "$ST" llama best_val_ppl "v < $halfr")") |"
 KP="$RES/05_recipe/kv_per_token.csv"
@@ -443,11 +485,11 @@ IFS='|' read -r l1_text l1_verdict <<< "$(win_claim "$F" test_ppl 0 swiglu relu 
 IFS='|' read -r l2_text _ <<< "$(win_claim "$F" test_ppl 0 gelu relu)"
 IFS='|' read -r l3_text _ <<< "$(win_claim "$F" test_ppl 0 silu relu)"
 IFS='|' read -r l4_text l4_verdict <<< "$(win_claim "$P" test_ppl 0 llama original)"
-echo "| SwiGLU beats the ungated FFNs at equal parameters (Shazeer 2020) | test ppl relu $(pm "${ppl[relu]}" "${sd[relu]}"), gelu $(pm "${ppl[gelu]}" "${sd[gelu]}"), silu $(pm "${ppl[silu]}" "${sd[silu]}"), swiglu $(pm "${ppl[swiglu]}" "${sd[swiglu]}") ($(nseeds "$F" relu)); $l1_text | swiglu wins against each (interval below 0) | $l1_verdict |"
+echo "| SwiGLU beats the ungated FFNs at equal parameters (Shazeer 2020) | test ppl relu $(pm "${ppl[relu]}" "${sd[relu]}"), gelu $(pm "${ppl[gelu]}" "${sd[gelu]}"), silu $(pm "${ppl[silu]}" "${sd[silu]}"), swiglu $(pm "${ppl[swiglu]}" "${sd[swiglu]}") ($(nseeds "$F" relu)); $l1_text | swiglu wins against each (interval below 0, p < 0.05) | $l1_verdict |"
 gs_out=("$(outcome win 0 "$(cmp "$F:gelu" "$F:relu" test_ppl)")" "$(outcome win 0 "$(cmp "$F:silu" "$F:relu" test_ppl)")")
 echo "| GELU and SiLU beat ReLU | $l2_text; $l3_text | both win against relu | $(claim_verdict A "${gs_out[@]}") |"
 echo "| Dead ReLU neurons grow with the learning rate | dead fraction (mean over layers) $(layer_mean relu 7) / $(layer_mean relu-lr0.01 7) / $(layer_mean relu-lr0.03 7) | rises from lr 3e-3 to 0.01 to 0.03 | $(verdict "$(layer_mean relu 7) < $(layer_mean relu-lr0.01 7) && $(layer_mean relu-lr0.01 7) < $(layer_mean relu-lr0.03 7)") |"
-echo "| The Llama-style recipe beats the original in perplexity | original $(pm "$o_m" "$(agg "$P" original std test_ppl)"), llama $(pm "$l_m" "$(agg "$P" llama std test_ppl)"); $l4_text | llama wins (interval below 0) | $l4_verdict |"
+echo "| The Llama-style recipe beats the original in perplexity | original $(pm "$o_m" "$(agg "$P" original std test_ppl)"), llama $(pm "$l_m" "$(agg "$P" llama std test_ppl)"); $l4_text | llama wins (interval below 0, p < 0.05) | $l4_verdict |"
 
 echo
 echo "## 01 FFN: activations and gating"

@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "model/sizes.h"
-#include "train/bootstrap.h"
+#include "train/stats.h"
 
 namespace lmx {
 
@@ -132,7 +132,7 @@ Table with_aggregates(const Table& seeds) {
   Table t = seeds;
   const int status = column(seeds, "status"), message = column(seeds, "message");
   for (const auto& name : names_in_order(seeds)) {
-    // ci95_lo / ci95_hi: the 95% bootstrap interval of the mean over the seeds (train/bootstrap.h).
+    // ci95_lo / ci95_hi: the 95% Student-t interval of the mean over the seeds (train/stats.h).
     const char* labels[] = {"mean", "std", "min", "max", "ci95_lo", "ci95_hi"};
     std::vector<std::vector<std::string>> agg(std::size(labels), std::vector<std::string>(seeds.header.size()));
     for (size_t k = 0; k < agg.size(); ++k) agg[k][0] = name, agg[k][1] = labels[k];
@@ -144,7 +144,7 @@ Table with_aggregates(const Table& seeds) {
       agg[2][col] = csv_num(s.min, 4), agg[3][col] = csv_num(s.max, 4);
       values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
       if (values.size() < 2) continue;  // one value has no interval
-      const Interval ci = bootstrap_mean_interval(values);
+      const Interval ci = t_mean_interval(values);
       agg[4][col] = csv_num(ci.lo, 5), agg[5][col] = csv_num(ci.hi, 5);
     }
     const size_t ok = ok_values(seeds, name, status).size();
