@@ -1,25 +1,47 @@
 #!/usr/bin/env bash
-# Bootstraps (packages + build), runs the whole test suite with CTest, then the lecture
-# scripts in --quick mode as a smoke test (every section end to end, tiny steps, 1 seed;
-# outputs under runs/lecture-quick/) and the interop check (llama.cpp and HF tokenizers read our
-# exports), and last the suite again under AddressSanitizer + UBSan + LSan (scripts/sanitize.sh
-# asan: its own build in build-asan/, exit 1 on any report). CI runs all of it, in under 45
-# minutes: so the interrupt stress tests run at half their runs in the plain suite
-# (LMX_STRESS_SCALE=0.5) and a tenth under ASan, the mutation fuzz test at a tenth of its inputs
-# under ASan (LMX_FUZZ_SCALE=0.1); set either variable to run that many in both (1 = in full;
-# --stress runs them in full). See docs/RELIABILITY.md.
-#   scripts/test.sh [ctest arguments]
-#   scripts/test.sh --stress [ROUNDS]   the suite ROUNDS times (default 5) under ctest -j4 with two
-#                                       CPU-bound processes beside it; stops at the first failure
-# LMX_SKIP_LECTURE=1, LMX_SKIP_INTEROP=1, LMX_SANITIZE=0 skip those parts.
+# The test commands (docs/RELIABILITY.md says what each part covers and how long it took):
+#   scripts/test.sh [ctest arguments]          the README's: installs and builds what is missing
+#       (scripts/bootstrap.sh --all), runs the CTest suite with the interrupt stress tests at a
+#       quarter of their interruptions (LMX_STRESS_SCALE=0.25: 16 random moments across train,
+#       sweep and ablate) and the mutation fuzz tests in full, then every lecture section end to
+#       end in --quick mode (tiny data, 1 seed; into runs/lecture-quick/). ~10 minutes on the
+#       project's 2-core machine from a fresh clone.
+#   scripts/test.sh --full [ctest arguments]   what CI runs (.ci/run): the same with the stress
+#       tests in full (LMX_STRESS_SCALE=1: 64 interruptions), then the interop check (llama.cpp and
+#       Hugging Face tokenizers read lmx's exports; needs npm, else a skip line) and last the whole
+#       suite again under AddressSanitizer + UBSan + LSan in a build of its own
+#       (scripts/sanitize.sh asan; stress and fuzz at a tenth there). Under 45 minutes.
+#   scripts/test.sh --stress [ROUNDS]          the suite ROUNDS times (default 5) under ctest -j4
+#       with two CPU-bound processes beside it; stops at the first failure.
+# LMX_STRESS_SCALE / LMX_FUZZ_SCALE set the scales of every part; LMX_SKIP_LECTURE=1,
+# LMX_SKIP_INTEROP=1 and LMX_SANITIZE=0 skip those parts. It exits non-zero at the first part
+# that fails, and prints each part's wall time at the end.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$root/scripts/bootstrap.sh" --all
+mode=quick
+case "${1:-}" in
+  --full) mode=full; shift ;;
+  --stress) mode=stress; shift ;;
+esac
+
+t_all=$SECONDS
+times=()
+# part NAME CMD...: runs CMD and records its wall time for the summary line.
+part() {
+  local name="$1" t0=$SECONDS
+  shift
+  echo "[test] $name" >&2
+  "$@"
+  times+=("$name $((SECONDS - t0)) s")
+}
+summary() { echo "[test] $mode: passed in $((SECONDS - t_all)) s ($(IFS=,; echo "${times[*]}" | sed 's/,/, /g'))" >&2; }
+
+part "bootstrap (packages, build)" "$root/scripts/bootstrap.sh" --all
 cd "$root/build"
 jobs="$(nproc 2>/dev/null || echo 2)"
 
-if [[ "${1:-}" == "--stress" ]]; then
-  rounds="${2:-5}"
+if [[ "$mode" == stress ]]; then
+  rounds="${1:-5}"
   for _ in 1 2; do (while :; do :; done) & done
   trap 'kill $(jobs -p) 2>/dev/null' EXIT
   for ((i = 1; i <= rounds; i++)); do
@@ -30,14 +52,22 @@ if [[ "${1:-}" == "--stress" ]]; then
   exit 0
 fi
 
-LMX_STRESS_SCALE="${LMX_STRESS_SCALE:-0.5}" ctest --output-on-failure -j"$jobs" "$@"
+stress_scale=0.25
+[[ "$mode" == full ]] && stress_scale=1
+part "suite (ctest -j$jobs, stress scale ${LMX_STRESS_SCALE:-$stress_scale})" \
+  env LMX_STRESS_SCALE="${LMX_STRESS_SCALE:-$stress_scale}" ctest --output-on-failure -j"$jobs" "$@"
 if [[ "${LMX_SKIP_LECTURE:-0}" != 1 ]]; then
-  "$root/scripts/lecture/all.sh" --quick
-  "$root/scripts/lecture/report.sh" --results "$root/runs/lecture-quick/results" --out "$root/runs/lecture-quick/RESULTS.md"
+  part "quick lecture" "$root/scripts/lecture/all.sh" --quick
+  part "quick lecture report" "$root/scripts/lecture/report.sh" --results "$root/runs/lecture-quick/results" \
+    --out "$root/runs/lecture-quick/RESULTS.md"
 fi
-if [[ "${LMX_SKIP_INTEROP:-0}" != 1 && -x "$root/scripts/interop/check.sh" ]]; then
-  "$root/scripts/interop/check.sh" "$root/build/lmx"
+if [[ "$mode" == full ]]; then
+  if [[ "${LMX_SKIP_INTEROP:-0}" != 1 && -x "$root/scripts/interop/check.sh" ]]; then
+    part "interop" "$root/scripts/interop/check.sh" "$root/build/lmx"
+  fi
+  if [[ "${LMX_SANITIZE:-1}" != 0 ]]; then
+    part "ASan build and suite" env LMX_STRESS_SCALE="${LMX_STRESS_SCALE:-0.1}" \
+      LMX_FUZZ_SCALE="${LMX_FUZZ_SCALE:-0.1}" "$root/scripts/sanitize.sh" asan
+  fi
 fi
-if [[ "${LMX_SANITIZE:-1}" != 0 ]]; then
-  LMX_STRESS_SCALE="${LMX_STRESS_SCALE:-0.1}" LMX_FUZZ_SCALE="${LMX_FUZZ_SCALE:-0.1}" "$root/scripts/sanitize.sh" asan
-fi
+summary
