@@ -122,3 +122,14 @@ TEST_CASE("SIGTERM before the first step exits 130, as SIGINT does", "[resume][c
   INFO(read_file(dir.file("log")));
   CHECK_FALSE(fs::exists(dir.file("out") + "/seed0/model.safetensors"));
 }
+
+TEST_CASE("SIGTERM while the libraries start, before main, exits 130 too", "[cli][signal]") {
+  // A preloaded library's constructor sends the signal, as if it came while LibTorch's
+  // constructors run (the ~0.2 s between the loader's relocation and main). The ASan build's
+  // runtime must come first in the library list; the preloaded test library does not matter to it.
+  const auto r = lmx::test::run_shell("ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" "
+                                      "LD_PRELOAD='" LMX_SIGTERM_PRELOAD "' '" LMX_BINARY "' list 2>&1");
+  INFO(r.output);
+  CHECK(r.code == 130);
+  CHECK_THAT(r.output, Catch::Contains("interrupt while starting"));
+}
