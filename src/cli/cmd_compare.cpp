@@ -91,10 +91,11 @@ Side read_side(const std::string& spec, const std::string& metric) {
                        "keep one row per seed and point (a shard merged twice?), then compare again");
     seen.push_back(seed);
     const auto cell = [&r](int c) { return c < static_cast<int>(r.size()) ? r[c] : std::string(); };
+    const std::string text = cell(col);  // strtod's end points into it
     char* end = nullptr;
-    const double v = std::strtod(cell(col).c_str(), &end);
+    const double v = std::strtod(text.c_str(), &end);
     if (cell(status) != "ok") side.failed.push_back({seed, cell(status).empty() ? "no status" : cell(status)});
-    else if (cell(col).empty() || *end != '\0') side.failed.push_back({seed, "no value"});
+    else if (text.empty() || *end != '\0') side.failed.push_back({seed, "no value"});
     else if (!std::isfinite(v)) side.failed.push_back({seed, std::isnan(v) ? "nan" : "inf"});
     else side.values.seeds.push_back(seed), side.values.values.push_back(v);
   }
