@@ -34,7 +34,11 @@ part() {
   "$@"
   times+=("$name $((SECONDS - t0)) s")
 }
-summary() { echo "[test] $mode: passed in $((SECONDS - t_all)) s ($(IFS=,; echo "${times[*]}" | sed 's/,/, /g'))" >&2; }
+summary() {
+  local joined="" t
+  for t in "${times[@]}"; do joined+="${joined:+; }$t"; done
+  echo "[test] $mode: passed in $((SECONDS - t_all)) s ($joined)" >&2
+}
 
 part "bootstrap (packages, build)" "$root/scripts/bootstrap.sh" --all
 cd "$root/build"

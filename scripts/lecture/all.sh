@@ -38,6 +38,30 @@ if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 
+# progress: every 30 s (10 s with --quick) one line on stderr with the trained runs finished so
+# far (result.csv files under the runs folder), against the count the last run of this mode
+# recorded in wall_time.txt ("runs: N"), the time elapsed and an ETA from the rate so far.
+out_root="$(results_root "$quick" "$lecture_runs" "$out")"
+runs_dir="$(runs_root "$quick" "$lecture_runs")"
+count_runs() { find "$runs_dir" -name result.csv 2> /dev/null | wc -l; }
+last_total="$(sed -n 's/^runs: //p' "$out_root/wall_time.txt" 2> /dev/null || true)"
+[[ "$last_total" =~ ^[1-9][0-9]*$ ]] || last_total=""
+mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+progress() {
+  local every=$((quick ? 10 : 30)) k
+  while sleep "$every"; do
+    k="$(count_runs)"
+    if [[ -n "$last_total" ]] && ((k > 0 && k < last_total)); then
+      echo "[lecture] $k/$last_total runs done, $(mmss "$SECONDS") elapsed, ETA $(mmss $((SECONDS * (last_total - k) / k)))" >&2
+    else
+      echo "[lecture] $k runs done, $(mmss "$SECONDS") elapsed$([[ -z "$last_total" ]] && echo " (no earlier run of this mode to estimate the rest from)")" >&2
+    fi
+  done
+}
+progress &
+progress_pid=$!
+trap 'kill $progress_pid 2> /dev/null || true' EXIT
+
 if ((sequential)); then
   for s in $(printf '%s\n' "${sections[@]}" | sort); do  # in section order
     "$here/$s.sh" "${args[@]}"
@@ -50,6 +74,7 @@ else
   fi
   pids=()
   cleanup() {
+    kill "$progress_pid" 2> /dev/null || true
     if ((${#pids[@]})); then kill "${pids[@]}" 2> /dev/null || true; fi
     rm -rf "$JOBSERVER_DIR"
   }
@@ -71,15 +96,16 @@ else
     exit 1
   fi
 fi
+kill "$progress_pid" 2> /dev/null || true
 # The whole run's time next to the sections' tables (--out DIR, default results/), before the
-# report, which reads it.
-out_root="$(results_root "$quick" "$lecture_runs" "$out")"
+# report, which reads it; "runs:" is the next run's progress total.
 mkdir -p "$out_root"
 QUICK=$quick LECTURE_RUNS=$lecture_runs
 {
   echo "all sections: ${SECONDS} s"
   echo "mode: $(run_mode)"
   echo "commit: $(source_commit "${LMX_BIN:-$ROOT/build/lmx}")"
+  echo "runs: $(count_runs)"
   echo "jobs: $jobs"
   echo "scheduler: $( ((sequential)) && echo "sections one after another" || echo "sections at once, $jobs shared slots")"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
