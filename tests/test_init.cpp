@@ -95,6 +95,24 @@ TEST_CASE("tied head under torch_default: the embedding keeps N(0, 1), the head 
   CHECK(params["lm_head.bias"].abs().max().item<double>() > 0.0);
 }
 
+TEST_CASE("tied head with tied_init linear: the shared matrix draws nn.Linear's U(±1/√d_model)", "[model][init]") {
+  ModelConfig m = small_model("torch_default");
+  m.tie_embeddings = true;
+  m.tied_init = "linear";
+  torch::manual_seed(1);
+  ModernLM model(m);
+  auto params = model->named_parameters();
+  const auto& w = params["model.embed_tokens.weight"];
+  const double bound = 1.0 / 8.0, sd = bound / std::sqrt(3.0), n = static_cast<double>(w.numel());
+  CHECK(w.abs().max().item<double>() <= bound);
+  CHECK(std::abs(w.std().item<double>() - sd) < 5 * 0.9 * sd / std::sqrt(n));
+  // the untied model's other tables keep N(0, 1): only the shared matrix changes
+  m.position = "learned";
+  torch::manual_seed(1);
+  ModernLM learned(m);
+  CHECK(std::abs(learned->named_parameters()["model.embed_positions.weight"].std().item<double>() - 1.0) < 0.1);
+}
+
 TEST_CASE("embed_scale sqrt_d multiplies the token embeddings by √d_model", "[model][init]") {
   ModelConfig m = small_model("torch_default");
   m.position = "none";

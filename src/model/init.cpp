@@ -39,7 +39,7 @@ void init_weights(torch::nn::Module& model, const ModelConfig& cfg) {
         p.value().fill_(is_bias ? 0.0 : 1.0);
       else if (!torch_default)
         is_bias ? p.value().zero_() : p.value().normal_(0.0, cfg.init_std);
-      else if (is_table(name))
+      else if (is_table(name) && !(cfg.tie_embeddings && cfg.tied_init == "linear" && name == "model.embed_tokens"))
         p.value().normal_(0.0, 1.0);
       else
         p.value().uniform_(-bound, bound);

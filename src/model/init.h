@@ -15,8 +15,9 @@ namespace lmx {
 //                  features) -> weight and bias U(−1/√fan_in, 1/√fan_in) (nn.Linear's
 //                  kaiming_uniform_(a=√5) and its bias rule); an embedding table (tokens,
 //                  learned positions, T5 bias) -> N(0, 1) (nn.Embedding). The output head is
-//                  a linear layer of fan_in d_model; tied, it keeps the embedding's N(0, 1)
-//                  and only its bias is drawn.
+//                  a linear layer of fan_in d_model; tied, the shared matrix gets the
+//                  embedding's N(0, 1) (tied_init embedding) or the head's U(±1/√d_model)
+//                  (tied_init linear), and the head's bias is drawn as a linear layer's.
 // Uses torch's global generator: seed it with torch::manual_seed.
 void init_weights(torch::nn::Module& model, const ModelConfig& cfg);
 
