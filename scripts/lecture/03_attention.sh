@@ -4,8 +4,9 @@
 # Tables: kv_table (real models, BF16), kv_decode (cache vs recompute, cache sizes),
 # mla (absorption, RoPE, decoupled RoPE), uptrain (MHA -> GQA/MQA by mean / first /
 # random K,V init, after conversion, +5% and +20% of the budget, and from scratch),
-# uptrain_sources (mean vs first on five source models). --lecture-runs: one source model (seed 0),
-# no uptrain_sources (the lecture's runs).
+# uptrain_sources (mean vs first on five source models), uptrain_lr_followup (GQA by mean + 5%
+# at continuation lr 1e-2, the five sources). --lecture-runs: one source model (seed 0), neither
+# follow-up (the lecture's runs).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init 03_attention "$@"
 
@@ -39,11 +40,21 @@ uptrain_source() {
   "$LMX" -q --threads 1 uptrain "$RUNS/mha-more/seed$1/model.safetensors" --kv-heads 2,1 --init mean,first \
     --no-scratch "${quick[@]}" --out "$RUNS/uptrain-src$1" > /dev/null
 }
+# uptrain_lr SRC: A4c's intervention (issue 45): source SRC to GQA (2 KV heads) by mean, 5% of the
+# budget, at continuation lr 1e-2 instead of the source's 3e-3 (the one factor changed).
+uptrain_lr() {
+  local steps=75 ckpt="$RUNS/mha-more/seed$1/model.safetensors"  # 5% of the sources' 1500 steps
+  ((QUICK)) && steps=3
+  (($1 == 0)) && ckpt="$RUNS/mha/seed0/model.safetensors"
+  "$LMX" -q --threads 1 uptrain "$ckpt" --kv-heads 2 --init mean --no-scratch --steps "$steps" \
+    --set train.lr=0.01 --out "$RUNS/uptrain-lr1e-2-src$1" > /dev/null
+}
 in_parallel slot uptrain_pair 2 1
 in_parallel slot uptrain_pair 1 2
 if followups; then
   in_parallel slot uptrain_source 3
   in_parallel slot uptrain_source 4
+  for src in 0 1 2 3 4; do in_parallel slot uptrain_lr "$src"; done
 fi
 wait_all
 { cat "$RUNS/uptrain-kv2/uptrain.csv"; tail -n +3 "$RUNS/uptrain-kv1/uptrain.csv"; } > "$R/uptrain.csv"
@@ -59,6 +70,12 @@ if followups; then
     done
   } > "$R/uptrain_sources.csv"
   csv_md "$R/uptrain_sources.csv" > "$R/uptrain_sources.md"
+  {
+    echo "source,$(head -1 "$R/uptrain.csv")"
+    for src in 0 1 2 3 4; do
+      awk -F, -v s="$src" 'NR > 1 && ($2 == "source" || $2 == "mean") { print s "," $0 }' "$RUNS/uptrain-lr1e-2-src$src/uptrain.csv"
+    done
+  } > "$R/uptrain_lr_followup.csv"
 fi
 
 lecture_done
