@@ -43,14 +43,7 @@ for run in "${relu_runs[@]}"; do
 done
 csv_md "$R/textbook_gap.csv" > "$R/textbook_gap.md"
 
-echo "point,lr,seed,layer,ffn,zero_fraction,dead_neurons,dead_fraction" > "$R/sparsity.csv"
-for run in "${sparsity_runs[@]}"; do
-  point="$(run_point "$run")"
-  seed="${run##*/seed}"
-  lr="$(awk '/^  lr:/ {print $2}' "$run/config.yaml")"
-  awk -F, -v p="$point" -v lr="$lr" -v s="$seed" 'NR > 1 { print p "," lr "," s "," $1 "," $2 "," $5 "," $6 "," $7 }' \
-    "$run/sparsity.csv" >> "$R/sparsity.csv"
-done
+sparsity_rows "${sparsity_runs[@]}" > "$R/sparsity.csv"
 # Mean over seeds per point and layer.
 awk -F, 'NR > 1 { k = $1 "," $2 "," $4; n[k]++; z[k] += $6; d[k] += $7; f[k] += $8; if (!(k in o)) { o[k] = ++m; key[m] = k } }
          END { print "point,lr,layer,seeds,zero_fraction,dead_neurons,dead_fraction"

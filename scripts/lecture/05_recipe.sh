@@ -44,8 +44,9 @@ for run in "$RUNS"/stability/runs/*/seed*; do
   best="$(awk -F, -v p="$point" -v s="$seed" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
                                                $1 == p && $2 == s { print $c["best_val_ppl"] "," $c["status"] }' "$R/stability_summary.csv")"
   awk -F, -v p="$point" -v s="$seed" -v b="$best" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-    $c["train_loss"] != "" { if (!n++) { first = $c["train_loss"]; e0 = $c["epoch"] }
-      last = $c["train_loss"]; e = $c["epoch"]; sum[e] += last; cnt[e]++ }
+    $c["train_loss"] != "" { e = int($c["epoch"]); if ($c["epoch"] + 0 > e) e++  # epoch k holds (k-1, k]
+      if (!n++) { first = $c["train_loss"]; e0 = e }
+      last = $c["train_loss"]; sum[e] += last; cnt[e]++ }
     END { printf "%s,%s,%s,%s,%.4f,%.4f,%s\n", p, s, first, last, sum[e0] / cnt[e0], sum[e] / cnt[e], b }' "$run/metrics.csv" >> "$R/stability.csv"
 done
 csv_md "$R/stability.csv" > "$R/stability.md"

@@ -185,6 +185,18 @@ sweep() {
 # run_point RUN_DIR: the grid point of a sweep run (.../runs/NNN-<point>-s<seed>/seed<seed>).
 run_point() { basename "$(dirname "$1")" | sed -E 's/^[0-9]+-//; s/-s[0-9]+$//'; }
 
+# sparsity_rows RUN...: a CSV, header first, one row per layer of each run's sparsity.csv (from
+# `lmx probe sparsity`): point, lr, seed, layer, ffn, zero_fraction, dead_neurons, dead_fraction.
+sparsity_rows() {
+  echo "point,lr,seed,layer,ffn,zero_fraction,dead_neurons,dead_fraction"
+  local run lr
+  for run in "$@"; do
+    lr="$(awk '/^  lr:/ {print $2}' "$run/config.yaml")"
+    awk -F, -v p="$(run_point "$run")" -v lr="$lr" -v s="${run##*/seed}" \
+      'NR > 1 { print p "," lr "," s "," $1 "," $2 "," $5 "," $6 "," $7 }' "$run/sparsity.csv"
+  done
+}
+
 # csv_md FILE: a CSV without quoted fields as a Markdown table.
 csv_md() {
   awk -F, 'NR == 1 { n = NF; line = "|"; sep = "|"

@@ -302,7 +302,8 @@ Figure metric_figure(const std::vector<PointValues>& points, const PlotOptions& 
                                                          "its seeds (up to {})", title_of({}, o), o.metric, most)));
   gp += fmt::format("set xlabel 'grid point'\nset ylabel {}\nset xrange [-0.5:{}]\nset xtics rotate by -25\n", quoted(o.metric),
                     static_cast<double>(points.size()) - 0.5);
-  gp += fmt::format("set bmargin 5\nplot {} index 0 using 1:4:5:6:xticlabels(2) with yerrorbars pt 7 ps 1.2 lw 1.6 lc 1 "
+  // The y range padded (the top for the key), so that no seed sits on the frame or under the key.
+  gp += fmt::format("set bmargin 5\nset offsets 0, 0, graph 0.15, graph 0.05\nplot {} index 0 using 1:4:5:6:xticlabels(2) with yerrorbars pt 7 ps 1.2 lw 1.6 lc 1 "
                     "title 'mean, 95% interval', \\\n     {} index 1 using ($1 + 0.12):4 with points pt 6 ps 0.8 lc 2 "
                     "title 'seeds'\n",
                     quoted(file), quoted(file));

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One-factor interventions for findings that did not reproduce in the main run (issue 45), run
+# after scripts/lecture/all.sh (outside its 20-minute budget): each changes one setting of a
+# section's runs, and report.sh judges it by the finding's own rule, written before it ran.
+#   scripts/lecture/interventions.sh [--quick] [--jobs N] [--out DIR]
+# Tables (results/interventions/):
+#   ffn_untied.csv, sparsity_untied.csv, sparsity_lr_untied.csv: section 01's runs (F1-F4:
+#     01_ffn.yaml, 8 seeds; 01_sparsity.yaml, 5 seeds, 2 epochs) with the output head untied
+#     (model.tie_embeddings false), the head the presets had before issue 45 adopted the tied one:
+#     the tied head's token embedding starts at nn.Linear's U(±1/8), a tenth of the sinusoids'
+#     amplitude, the setting under which earlier runs saw dead ReLU neurons in layer 0.
+#   recipes_untied.csv (R1, R2: 05_recipes.yaml, 8 seeds) and norm_untied.csv (N4: 02_norm.yaml,
+#     3 seeds): the same one factor, the head.
+#   ffn_v2.csv: F1 on garden v2 (data.grammar garden_v2, the world before v3's multi-clause
+#     sentences), presets as in the main run: one factor, the world.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+lecture_init interventions "$@"
+
+untied=(--set model.tie_embeddings=false --set model.tied_init=embedding)
+in_parallel sweep 01_ffn.yaml ffn-untied ffn_untied "${untied[@]}"
+in_parallel sweep 01_sparsity.yaml sparsity-lr-untied sparsity_lr_untied "${untied[@]}"
+in_parallel sweep 05_recipes.yaml recipes-untied recipes_untied "${untied[@]}"
+in_parallel sweep 02_norm.yaml norm-untied norm_untied "${untied[@]}"
+in_parallel sweep 01_ffn.yaml ffn-v2 ffn_v2 --set data.grammar=garden_v2
+wait_all
+runs=("$RUNS"/ffn-untied/runs/*/seed* "$RUNS"/sparsity-lr-untied/runs/*/seed*)
+for run in "${runs[@]}"; do
+  in_parallel slot "$LMX" -q --threads 1 probe sparsity "$run/model.safetensors" --csv "$run/sparsity.csv" > /dev/null
+done
+wait_all
+# The same columns as results/01_ffn/sparsity.csv, which report.sh's F3 / F4 rules read.
+sparsity_rows "${runs[@]}" > "$R/sparsity_untied.csv"
+lecture_done
