@@ -93,10 +93,6 @@ TEST_CASE("malformed configs name the file and key", "[config]") {
     auto p = dir.write("r.yaml", "model:\n  d_model: 60\n  n_heads: 4\n  position: rope\n");
     expect_config_error(p, {"r.yaml", "RoPE", "even"});
   }
-  SECTION("tied_init without a tied head") {
-    auto p = dir.write("ti.yaml", "model:\n  tied_init: linear\n");
-    expect_config_error(p, {"ti.yaml", "model.tied_init", "tie_embeddings"});
-  }
   SECTION("unknown component name lists the valid ones") {
     auto p = dir.write("c.yaml", "model:\n  ffn: swiglue\n");
     expect_config_error(p, {"c.yaml:2:8", "swiglue", "swiglu", "relu"});

@@ -111,6 +111,11 @@ TEST_CASE("tied head with tied_init linear: the shared matrix draws nn.Linear's 
   torch::manual_seed(1);
   ModernLM learned(m);
   CHECK(std::abs(learned->named_parameters()["model.embed_positions.weight"].std().item<double>() - 1.0) < 0.1);
+  // untied, tied_init is ignored: the embedding keeps N(0, 1) (a preset untied with one --set)
+  m.tie_embeddings = false;
+  torch::manual_seed(1);
+  ModernLM untied(m);
+  CHECK(std::abs(untied->named_parameters()["model.embed_tokens.weight"].std().item<double>() - 1.0) < 0.05);
 }
 
 TEST_CASE("embed_scale sqrt_d multiplies the token embeddings by √d_model", "[model][init]") {

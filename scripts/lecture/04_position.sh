@@ -49,11 +49,7 @@ for seed in $seeds; do
   first=0
 done > "$R/extrapolation.csv"
 # Mean over seeds per encoding and range (columns: position, seed, range, tokens, nll, true_nll, gap).
-awk -F, 'NR > 1 { k = $1 "," $3; n[k]++; s[k] += $5; s2[k] += $5 * $5; t[k] = $6; if (!(k in o)) { o[k] = ++m; key[m] = k } }
-         END { print "position,range,seeds,nll_mean,nll_std,true_nll"
-               for (i = 1; i <= m; i++) { k = key[i]; mu = s[k] / n[k]; v = n[k] > 1 ? (s2[k] - n[k] * mu * mu) / (n[k] - 1) : 0
-                 printf "%s,%d,%.4f,%.4f,%.4f\n", k, n[k], mu, sqrt(v > 0 ? v : 0), t[k] } }' \
-  "$R/extrapolation.csv" > "$R/extrapolation_mean.csv"
+extrapolation_mean "$R/extrapolation.csv" > "$R/extrapolation_mean.csv"
 csv_md "$R/extrapolation_mean.csv" > "$R/extrapolation.md"
 
 # Figure: mean NLL per range, one line per encoding, the true NLL dashed. A wide table first:

@@ -197,6 +197,15 @@ sparsity_rows() {
   done
 }
 
+# extrapolation_mean BY_POSITION.CSV: per encoding and position range, the seeds, mean and std of
+# the NLL and the true NLL (lmx extrapolate's by_position.csv rows of several seeds, one header).
+extrapolation_mean() {
+  awk -F, 'NR > 1 { k = $1 "," $3; n[k]++; s[k] += $5; s2[k] += $5 * $5; t[k] = $6; if (!(k in o)) { o[k] = ++m; key[m] = k } }
+           END { print "position,range,seeds,nll_mean,nll_std,true_nll"
+                 for (i = 1; i <= m; i++) { k = key[i]; mu = s[k] / n[k]; v = n[k] > 1 ? (s2[k] - n[k] * mu * mu) / (n[k] - 1) : 0
+                   printf "%s,%d,%.4f,%.4f,%.4f\n", k, n[k], mu, sqrt(v > 0 ? v : 0), t[k] } }' "$1"
+}
+
 # csv_md FILE: a CSV without quoted fields as a Markdown table.
 csv_md() {
   awk -F, 'NR == 1 { n = NF; line = "|"; sep = "|"

@@ -11,6 +11,8 @@
 #     amplitude, the setting under which earlier runs saw dead ReLU neurons in layer 0.
 #   recipes_untied.csv (R1, R2: 05_recipes.yaml, 8 seeds) and norm_untied.csv (N4: 02_norm.yaml,
 #     3 seeds): the same one factor, the head.
+#   extrapolation_untied_mean.csv (P4a, P4c): section 04's extrapolation (600 steps, trained at
+#     64, tested at 512) with the untied head, 5 seeds.
 #   ffn_v2.csv: F1 on garden v2 (data.grammar garden_v2, the world before v3's multi-clause
 #     sentences), presets as in the main run: one factor, the world.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -22,7 +24,17 @@ in_parallel sweep 01_sparsity.yaml sparsity-lr-untied sparsity_lr_untied "${unti
 in_parallel sweep 05_recipes.yaml recipes-untied recipes_untied "${untied[@]}"
 in_parallel sweep 02_norm.yaml norm-untied norm_untied "${untied[@]}"
 in_parallel sweep 01_ffn.yaml ffn-v2 ffn_v2 --set data.grammar=garden_v2
+p4_seeds=(0 1 2 3 4) p4=(--train-len 64 --test-len 512 --steps 600)
+((QUICK)) && p4_seeds=(0) p4=(--train-len 64 --test-len 128 --steps 20 --set train.eval_every=0 "${TINY[@]}")
+for seed in "${p4_seeds[@]}"; do
+  in_parallel slot "$LMX" -q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" "${p4[@]}" --seeds "$seed" \
+    "${untied[@]}" --out "$RUNS/extrapolate-untied-s$seed" > /dev/null
+done
 wait_all
+for seed in "${p4_seeds[@]}"; do
+  if ((seed == p4_seeds[0])); then cat "$RUNS/extrapolate-untied-s$seed/by_position.csv"; else tail -n +2 "$RUNS/extrapolate-untied-s$seed/by_position.csv"; fi
+done > "$R/extrapolation_untied.csv"
+extrapolation_mean "$R/extrapolation_untied.csv" > "$R/extrapolation_untied_mean.csv"
 runs=("$RUNS"/ffn-untied/runs/*/seed* "$RUNS"/sparsity-lr-untied/runs/*/seed*)
 for run in "${runs[@]}"; do
   in_parallel slot "$LMX" -q --threads 1 probe sparsity "$run/model.safetensors" --csv "$run/sparsity.csv" > /dev/null

@@ -671,6 +671,34 @@ EOM
 [[ "$v2_f1_verdict" == "**reproduced**" ]] && EXPLAINED[F1]="the world: on garden v2 the four FFNs tie (follow-up below)"
 fi
 
+XU="$IU/extrapolation_untied_mean.csv"
+if [[ -f "$XU" ]]; then
+xu() { awk -F, -v p="$1" -v r="$2" '$1 == p && $2 == r { print $4 }' "$XU"; }
+xu_n="$(awk -F, 'NR == 2 { print $3 }' "$XU")"
+xu_rows=""
+for enc in learned sinusoidal t5_bias rope alibi none; do
+  xu_rows+="| $enc | $(awk -F, -v p="$enc" '$1 == p { printf "%s%s %.3f ± %.3f", (k++ ? " | " : ""), "", $4, $5 }' "$XU") |"$'\n'
+done
+xu_ranges="$(awk -F, 'NR > 1 && $1 == "rope" { printf "%s%s", (k++ ? " | " : ""), $2 }' "$XU")"
+xu_p4a="$(verdict "$(p4a_rule xu)")"; xu_p4c="$(verdict "$(p4c_rule xu)")"
+cat <<EOM
+
+## Follow-up: P4 with the untied head (one factor changed)
+
+scripts/lecture/interventions.sh: section 04's extrapolation runs (600 steps on 64-token packed
+chunks, tested at 512) with the output head untied, $xu_n seeds; P4a's and P4c's rules as in the
+table, written before it ran (results/interventions/extrapolation_untied_mean.csv; mean ± std
+of the NLL over seeds).
+
+| encoding | $xu_ranges |
+|---|---|---|---|---|
+${xu_rows}
+Inside $r0 the five encodings other than NoPE span $(inside_spread xu) nats and NoPE is above each: P4a $xu_p4a; at $rL alibi < rope < t5_bias < none: P4c $xu_p4c.
+EOM
+[[ "$xu_p4a" == "**reproduced**" ]] && EXPLAINED[P4a]="the output head: untied instead of tied with nn.Linear's init; follow-up below"
+[[ "$xu_p4c" == "**reproduced**" ]] && EXPLAINED[P4c]="the output head: untied instead of tied with nn.Linear's init; follow-up below"
+fi
+
 cat <<EOM
 
 ## Literature claims (context, not the lecture's findings)

@@ -277,9 +277,6 @@ void validate(const Config& cfg) {
   check(m.rope_scaling == "none" || rope, cfg,
         fmt::format("model.rope_scaling is {} but model.position is {}", m.rope_scaling, m.position));
   check(m.rope_scaling == "none" || m.rope_factor >= 1, cfg, "model.rope_factor must be >= 1");
-  check(m.tied_init == "embedding" || m.tie_embeddings, cfg,
-        fmt::format("model.tied_init is {} but model.tie_embeddings is false (it sets the shared matrix's init)", m.tied_init),
-        "set model.tie_embeddings: true, or drop model.tied_init");
   check(m.norm_placement == "pre" || m.norm_placement == "post", cfg, "model.norm_placement must be pre or post");
   check(cfg.data.seq_len <= m.max_seq_len, cfg,
         fmt::format("data.seq_len ({}) exceeds model.max_seq_len ({})", cfg.data.seq_len, m.max_seq_len));

@@ -44,7 +44,7 @@ struct ModelConfig {
   bool t5_shared = true;               // T5 bias: one table shared by all layers (as T5); false = one per layer
   bool bias = true;            // biases in the linear layers
   bool tie_embeddings = false; // output head shares the token embedding matrix
-  std::string tied_init = "embedding";  // init torch_default, tied: embedding = nn.Embedding's N(0, 1) | linear = nn.Linear's U(±1/√d_model)
+  std::string tied_init = "embedding";  // init torch_default, tied (ignored untied): embedding = nn.Embedding's N(0, 1) | linear = nn.Linear's U(±1/√d_model)
   std::string init = "normal"; // normal: N(0, init_std²) everywhere | torch_default: PyTorch's module defaults (model/init.h)
   double init_std = 0.02;      // init normal: σ of linear and embedding weights
   std::string embed_scale = "1";  // 1 | sqrt_d: token embeddings times √d_model (Vaswani et al. 2017)

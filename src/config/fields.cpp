@@ -177,7 +177,7 @@ std::vector<Field> make_fields() {
       bool_field<M>("model.t5_shared", &M::t5_shared, "T5 bias: one bucket table shared by all layers, as in T5 (false: one table per layer)"),
       bool_field<M>("model.bias", &M::bias, "biases in every linear layer (attention, FFN, output head)"),
       bool_field<M>("model.tie_embeddings", &M::tie_embeddings, "output head reuses the token embedding matrix"),
-      string_field<M>("model.tied_init", &M::tied_init, "init torch_default with tie_embeddings: which PyTorch default the shared matrix gets: embedding = nn.Embedding's N(0, 1) (head.weight = embed.weight), linear = nn.Linear's U(±1/√d_model) (embed.weight = head.weight, as nanoGPT ties)", fixed({"embedding", "linear"})),
+      string_field<M>("model.tied_init", &M::tied_init, "init torch_default with tie_embeddings (ignored untied, so --set model.tie_embeddings=false unties a preset): which PyTorch default the shared matrix gets: embedding = nn.Embedding's N(0, 1) (head.weight = embed.weight), linear = nn.Linear's U(±1/√d_model) (embed.weight = head.weight, as nanoGPT ties)", fixed({"embedding", "linear"})),
       string_field<M>("model.init", &M::init, "weight init: normal = N(0, init_std²) for every matrix and embedding; torch_default = PyTorch module defaults (Linear U(±1/√fan_in) with its bias, Embedding N(0, 1))", fixed({"normal", "torch_default"})),
       float_field<M>("model.init_std", &M::init_std, 0, 10, "init normal: std of linear and embedding weights"),
       string_field<M>("model.embed_scale", &M::embed_scale, "token embeddings times 1, or times √d_model (sqrt_d, Vaswani et al. 2017)", fixed({"1", "sqrt_d"})),
