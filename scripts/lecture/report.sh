@@ -594,28 +594,41 @@ fi
 fi
 
 IU="$RES/interventions"
+# s01 FFN_CSV SPARSITY_CSV: F1-F4 by their rules on an intervention's section-01 tables (the
+# u_* verdicts; FU and tlu stay set for s01_rows, which prints the four table rows).
+s01() {
+  FU="$1"
+  IFS='|' read -r u_f1_text u_f1_verdict <<< "$(tie_claim "$FU" test_ppl relu gelu silu swiglu)"
+  tlu() { agg "$FU" "$1" mean train_loss_last_epoch; }
+  u_best_plain="$(printf '%s\n' "$(tlu relu)" "$(tlu gelu)" "$(tlu silu)" | sort -g | head -1)"
+  u_gap="$(awk -v s="$(tlu swiglu)" -v b="$u_best_plain" 'BEGIN { if (s != "" && b != "") printf "%.3f", 100 * (1 - s / b) }')"
+  IFS='|' read -r u_f2_text u_f2_dir <<< "$(win_claim "$FU" train_loss_last_epoch 0 swiglu relu gelu silu)"
+  u_best_test="$(for a in relu gelu silu; do echo "$(agg "$FU" "$a" mean test_ppl) $a"; done | sort -g | head -1 | cut -d' ' -f2)"
+  u_test_cmp="$(cmp "$FU:swiglu" "$FU:$u_best_test" test_ppl)"
+  u_test_out="$(outcome tie 0 "$u_test_cmp")"
+  case "$u_test_out" in tie) u_f2_test="**reproduced**" ;; A | B) u_f2_test="**not reproduced**" ;; na) u_f2_test="n/a (missing numbers)" ;; *) u_f2_test="**inconclusive**" ;; esac
+  u_f2_size="$(verdict "$u_gap >= 0.1 && $u_gap <= 0.4")"
+  SP_MAIN="$SP"; SP="$2"  # maxdead, runs_dead, dead_layers read $SP
+  zf() { awk -F, -v p="$1" 'NR > 1 && $1 == p { s += $6; n++ } END { if (n) printf "%.4f", s / n }' "$SP"; }
+  u_f3="$(verdict "$(zf relu) > 0.3 && $(zf gelu) < 0.01 && $(zf silu) < 0.01")"
+  u_f4_low="$(verdict "$(maxdead relu) == 0 && $(maxdead gelu) == 0")"
+  u_f4_high="$(per_seed "$(f4_high_runs)")"
+  u_f4_text="most dead neurons in one layer of one run: relu lr 3e-3 $(maxdead relu), lr 0.01 $(maxdead relu-lr0.01), lr 0.03 $(maxdead relu-lr0.03); gelu lr 3e-3 $(maxdead gelu), 0.01 $(maxdead gelu-lr0.01), 0.03 $(maxdead gelu-lr0.03); the lecture's one run per lr (seed 0), relu: $(dead_layers relu-lr0.01 0) / $(dead_layers relu-lr0.03 0)"
+  u_zf_text="relu $(zf relu), gelu $(zf gelu), silu $(zf silu)"
+  SP="$SP_MAIN"
+}
+s01_rows() {
+  cat <<EOR
+| F1 four FFNs tie | test ppl per seed: relu $(seed_values "$FU" relu test_ppl 3), gelu $(seed_values "$FU" gelu test_ppl 3), silu $(seed_values "$FU" silu test_ppl 3), swiglu $(seed_values "$FU" swiglu test_ppl 3); $u_f1_text | $u_f1_verdict |
+| F2 gated lowest train loss (~0.2%), drowned on test | last-epoch train loss relu $(fmt "$(tlu relu)" 4), gelu $(fmt "$(tlu gelu)" 4), silu $(fmt "$(tlu silu)" 4), swiglu $(fmt "$(tlu swiglu)" 4) (swiglu $(awk -v g="$u_gap" 'BEGIN { if (g == "") print "n/a"; else printf "%.2f%% %s", (g < 0 ? -g : g), (g < 0 ? "above" : "below") }') the best ungated); $u_f2_text; test ppl swiglu − $u_best_test $(ci_text "$u_test_cmp" 3 tie) ($u_test_out) | direction: $u_f2_dir; size: $u_f2_size; test: $u_f2_test |
+| F3 ReLU ~60% zeros | zero fraction $u_zf_text | $u_f3 |
+| F4 dead neurons | $u_f4_text | lr 3e-3: $u_f4_low; lr 0.01 / 0.03: $u_f4_high |
+EOR
+}
 if [[ -f "$IU/ffn_untied.csv" && -f "$IU/sparsity_untied.csv" ]]; then
 # Section 01 with the untied head (scripts/lecture/interventions.sh): F1-F4 by their own rules
 # (above), on runs that differ from the main run's in the output head alone.
-FU="$IU/ffn_untied.csv"
-IFS='|' read -r u_f1_text u_f1_verdict <<< "$(tie_claim "$FU" test_ppl relu gelu silu swiglu)"
-tlu() { agg "$FU" "$1" mean train_loss_last_epoch; }
-u_best_plain="$(printf '%s\n' "$(tlu relu)" "$(tlu gelu)" "$(tlu silu)" | sort -g | head -1)"
-u_gap="$(awk -v s="$(tlu swiglu)" -v b="$u_best_plain" 'BEGIN { if (s != "" && b != "") printf "%.3f", 100 * (1 - s / b) }')"
-IFS='|' read -r u_f2_text u_f2_dir <<< "$(win_claim "$FU" train_loss_last_epoch 0 swiglu relu gelu silu)"
-u_best_test="$(for a in relu gelu silu; do echo "$(agg "$FU" "$a" mean test_ppl) $a"; done | sort -g | head -1 | cut -d' ' -f2)"
-u_test_cmp="$(cmp "$FU:swiglu" "$FU:$u_best_test" test_ppl)"
-u_test_out="$(outcome tie 0 "$u_test_cmp")"
-case "$u_test_out" in tie) u_f2_test="**reproduced**" ;; A | B) u_f2_test="**not reproduced**" ;; na) u_f2_test="n/a (missing numbers)" ;; *) u_f2_test="**inconclusive**" ;; esac
-u_f2_size="$(verdict "$u_gap >= 0.1 && $u_gap <= 0.4")"
-SP_MAIN="$SP"; SP="$IU/sparsity_untied.csv"  # maxdead, runs_dead, dead_layers read $SP
-zf() { awk -F, -v p="$1" 'NR > 1 && $1 == p { s += $6; n++ } END { if (n) printf "%.4f", s / n }' "$SP"; }
-u_f3="$(verdict "$(zf relu) > 0.3 && $(zf gelu) < 0.01 && $(zf silu) < 0.01")"
-u_f4_low="$(verdict "$(maxdead relu) == 0 && $(maxdead gelu) == 0")"
-u_f4_high="$(per_seed "$(f4_high_runs)")"
-u_f4_text="most dead neurons in one layer of one run: relu lr 3e-3 $(maxdead relu), lr 0.01 $(maxdead relu-lr0.01), lr 0.03 $(maxdead relu-lr0.03); gelu lr 3e-3 $(maxdead gelu), 0.01 $(maxdead gelu-lr0.01), 0.03 $(maxdead gelu-lr0.03); the lecture's one run per lr (seed 0), relu: $(dead_layers relu-lr0.01 0) / $(dead_layers relu-lr0.03 0)"
-u_zf_text="relu $(zf relu), gelu $(zf gelu), silu $(zf silu)"
-SP="$SP_MAIN"
+s01 "$IU/ffn_untied.csv" "$IU/sparsity_untied.csv"
 cat <<EOM
 
 ## Follow-up: section 01 with the untied head (one factor changed: F1-F4)
@@ -629,15 +642,31 @@ untied, nothing else changed; F1-F4's rules, as in the table, written before it 
 
 | finding | ours, untied head | verdict |
 |---|---|---|
-| F1 four FFNs tie | test ppl per seed: relu $(seed_values "$FU" relu test_ppl 3), gelu $(seed_values "$FU" gelu test_ppl 3), silu $(seed_values "$FU" silu test_ppl 3), swiglu $(seed_values "$FU" swiglu test_ppl 3); $u_f1_text | $u_f1_verdict |
-| F2 gated lowest train loss (~0.2%), drowned on test | last-epoch train loss relu $(fmt "$(tlu relu)" 4), gelu $(fmt "$(tlu gelu)" 4), silu $(fmt "$(tlu silu)" 4), swiglu $(fmt "$(tlu swiglu)" 4) (swiglu $(awk -v g="$u_gap" 'BEGIN { if (g == "") print "n/a"; else printf "%.2f%% %s", (g < 0 ? -g : g), (g < 0 ? "above" : "below") }') the best ungated); $u_f2_text; test ppl swiglu − $u_best_test $(ci_text "$u_test_cmp" 3 tie) ($u_test_out) | direction: $u_f2_dir; size: $u_f2_size; test: $u_f2_test |
-| F3 ReLU ~60% zeros | zero fraction $u_zf_text | $u_f3 |
-| F4 dead neurons | $u_f4_text | lr 3e-3: $u_f4_low; lr 0.01 / 0.03: $u_f4_high |
+$(s01_rows)
 EOM
 untied_why="the output head: untied (as before issue 45) instead of tied with nn.Linear's init; follow-up below"
 [[ "$u_f1_verdict" == "**reproduced**" ]] && EXPLAINED[F1]="$untied_why"
 [[ "$u_f2_dir $u_f2_size $u_f2_test" == "**reproduced** **reproduced** **reproduced**" ]] && EXPLAINED[F2]="$untied_why"
 [[ "$u_f4_low" == "**reproduced**" && "$u_f4_high" == "**reproduced**"* ]] && EXPLAINED[F4]="$untied_why"
+fi
+
+if [[ -f "$IU/ffn_scaled.csv" && -f "$IU/sparsity_scaled.csv" ]]; then
+s01 "$IU/ffn_scaled.csv" "$IU/sparsity_scaled.csv"
+cat <<EOM
+
+## Follow-up: section 01 with the tied head and embed_scale sqrt_d (the mechanism, one factor)
+
+The untied head flips F4 and N4 (above). Which part of the tied head costs them is not shown by
+that: the hypothesis, written before this run, is the token embedding's scale (U(±1/8) against
+the sinusoids' unit amplitude). The intervention keeps the main run's tied head and multiplies
+the token embeddings by √d_model = 8 in the forward pass (\`model.embed_scale: sqrt_d\`,
+Vaswani et al. 2017), nothing else changed; section 01's sweeps (8 and 5 seeds), F1-F4's rules.
+The hypothesis holds for F4 if F4 reproduces here.
+
+| finding | ours, tied head, embeddings × √d | verdict |
+|---|---|---|
+$(s01_rows)
+EOM
 fi
 
 if [[ -f "$IU/recipes_untied.csv" && -f "$IU/norm_untied.csv" && -f "$IU/ffn_v2.csv" ]]; then
