@@ -317,6 +317,12 @@ echo "| F1 four FFNs tie within seed noise | max mean difference 0.027, seed dif
 tl() { agg "$F" "$1" mean train_loss_last_epoch; }
 best_plain="$(printf '%s\n' "$(tl relu)" "$(tl gelu)" "$(tl silu)" | sort -g | head -1)"
 IFS='|' read -r f2_text f2_verdict <<< "$(win_claim "$F" train_loss_last_epoch 0 swiglu relu gelu silu)"
+# gap_text G: "0.82% below" / "3.29% above" for a gap G (percent, positive when below).
+gap_text() { awk -v g="$1" 'BEGIN { if (g == "") print "n/a"; else printf "%.2f%% %s", (g < 0 ? -g : g), (g < 0 ? "above" : "below") }'; }
+# tie_verdict OUTCOME: a part whose claim is a tie: reproduced on a tie, not on a win either way.
+tie_verdict() {
+  case "$1" in tie) echo "**reproduced**" ;; A | B) echo "**not reproduced**" ;; na) echo "n/a (missing numbers)" ;; *) echo "**inconclusive**" ;; esac
+}
 # F2 in three parts (issue 45, fixed before the rerun): direction (swiglu wins on the last
 # epoch's train loss against each ungated FFN), size (its gap to the best ungated FFN within a
 # factor 2 of the lecture's "千分之二": 0.1% to 0.4%), and "drowned on test" (swiglu against the
@@ -325,8 +331,8 @@ f2_gap="$(awk -v s="$(tl swiglu)" -v b="$best_plain" 'BEGIN { if (s != "" && b !
 best_test="$(for a in relu gelu silu; do echo "${ppl[$a]} $a"; done | sort -g | head -1 | cut -d' ' -f2)"
 f2_test_cmp="$(cmp "$F:swiglu" "$F:$best_test" test_ppl)"
 f2_test_out="$(outcome tie 0 "$f2_test_cmp")"
-case "$f2_test_out" in tie) f2_test_verdict="**reproduced**" ;; A | B) f2_test_verdict="**not reproduced**" ;; na) f2_test_verdict="n/a (missing numbers)" ;; *) f2_test_verdict="**inconclusive**" ;; esac
-echo "| F2 the gated FFN has the lowest TRAIN loss (~0.2%), drowned on the test split | direction of Shazeer's result, \"只差千分之二\", drowned on test | mean train loss over the last epoch: relu $(fmt "$(tl relu)" 4), gelu $(fmt "$(tl gelu)" 4), silu $(fmt "$(tl silu)" 4), swiglu $(fmt "$(tl swiglu)" 4) (swiglu $(awk -v g="$f2_gap" 'BEGIN { if (g == "") print "n/a"; else printf "%.2f%% %s", (g < 0 ? -g : g), (g < 0 ? "above" : "below") }') the best ungated); $f2_text; test ppl swiglu − $best_test $(ci_text "$f2_test_cmp" 3 tie) ($f2_test_out) | direction: swiglu wins against each ungated FFN (interval below 0, p < 0.05); size: 0.1% to 0.4% below the best ungated; test: swiglu ties the best ungated FFN on test ppl (TOST at ±1%) | direction: $f2_verdict; size: $(verdict "$f2_gap >= 0.1 && $f2_gap <= 0.4"); test: $f2_test_verdict |"
+f2_test_verdict="$(tie_verdict "$f2_test_out")"
+echo "| F2 the gated FFN has the lowest TRAIN loss (~0.2%), drowned on the test split | direction of Shazeer's result, \"只差千分之二\", drowned on test | mean train loss over the last epoch: relu $(fmt "$(tl relu)" 4), gelu $(fmt "$(tl gelu)" 4), silu $(fmt "$(tl silu)" 4), swiglu $(fmt "$(tl swiglu)" 4) (swiglu $(gap_text "$f2_gap") the best ungated); $f2_text; test ppl swiglu − $best_test $(ci_text "$f2_test_cmp" 3 tie) ($f2_test_out) | direction: swiglu wins against each ungated FFN (interval below 0, p < 0.05); size: 0.1% to 0.4% below the best ungated; test: swiglu ties the best ungated FFN on test ppl (TOST at ±1%) | direction: $f2_verdict; size: $(verdict "$f2_gap >= 0.1 && $f2_gap <= 0.4"); test: $f2_test_verdict |"
 echo "| F3 ReLU's hidden activations ~60% exact zeros, GELU/SiLU almost never | ~60% | zero fraction (mean over layers and seeds) relu $(layer_mean relu 5), gelu $(layer_mean gelu 5), silu $(layer_mean silu 5) | relu > 0.3, gelu and silu < 0.01 | $(verdict "$(layer_mean relu 5) > 0.3 && $(layer_mean gelu 5) < 0.01 && $(layer_mean silu 5) < 0.01") |"
 echo "| F4 no dead ReLU neuron at the default lr; trained 2 epochs at lr 0.01 / 0.03, at most 1 of 256 per layer; GELU 0 | 0; 0 and 0 (test ppl 3.978) / 0 and 1 (3.976); GELU 0 | the lecture's one run per lr (seed 0), dead per layer: relu lr 0.01 $(dead_layers relu-lr0.01 0) (test ppl $(fmt "$(agg "$SPL" relu-lr0.01 0 test_ppl)")), lr 0.03 $(dead_layers relu-lr0.03 0) ($(fmt "$(agg "$SPL" relu-lr0.03 0 test_ppl)")); gelu $(dead_layers gelu-lr0.01 0) / $(dead_layers gelu-lr0.03 0); most dead neurons in one layer of one run: relu lr 3e-3 $(maxdead relu), lr 0.01 $(maxdead relu-lr0.01), lr 0.03 $(maxdead relu-lr0.03); gelu lr 3e-3 $(maxdead gelu), 0.01 $(maxdead gelu-lr0.01), 0.03 $(maxdead gelu-lr0.03); runs within the limit at lr 0.01 / 0.03: relu $(runs_dead relu-lr0.01 1) / $(runs_dead relu-lr0.03 1), gelu $(runs_dead gelu-lr0.01 0) / $(runs_dead gelu-lr0.03 0) | 0 at lr 3e-3 (every run); at 0.01 and 0.03 counted per run (5 seeds): relu ≤ 1 per layer, GELU 0 | lr 3e-3: $(verdict "$(maxdead relu) == 0 && $(maxdead gelu) == 0"); lr 0.01 / 0.03: $(per_seed "$(f4_high_runs)") |"
 ni() { awk -F, -v n="$1" -v c="$2" '$1 == n && $2 == c { print $3 }' "$RES/02_norm/norm_invariance.csv"; }
@@ -594,6 +600,7 @@ fi
 fi
 
 IU="$RES/interventions"
+untied_why="the output head: untied (as before issue 45) instead of tied with nn.Linear's init; follow-up below"
 # s01 FFN_CSV SPARSITY_CSV: F1-F4 by their rules on an intervention's section-01 tables (the
 # u_* verdicts; FU and tlu stay set for s01_rows, which prints the four table rows).
 s01() {
@@ -606,7 +613,7 @@ s01() {
   u_best_test="$(for a in relu gelu silu; do echo "$(agg "$FU" "$a" mean test_ppl) $a"; done | sort -g | head -1 | cut -d' ' -f2)"
   u_test_cmp="$(cmp "$FU:swiglu" "$FU:$u_best_test" test_ppl)"
   u_test_out="$(outcome tie 0 "$u_test_cmp")"
-  case "$u_test_out" in tie) u_f2_test="**reproduced**" ;; A | B) u_f2_test="**not reproduced**" ;; na) u_f2_test="n/a (missing numbers)" ;; *) u_f2_test="**inconclusive**" ;; esac
+  u_f2_test="$(tie_verdict "$u_test_out")"
   u_f2_size="$(verdict "$u_gap >= 0.1 && $u_gap <= 0.4")"
   SP_MAIN="$SP"; SP="$2"  # maxdead, runs_dead, dead_layers read $SP
   zf() { awk -F, -v p="$1" 'NR > 1 && $1 == p { s += $6; n++ } END { if (n) printf "%.4f", s / n }' "$SP"; }
@@ -620,7 +627,7 @@ s01() {
 s01_rows() {
   cat <<EOR
 | F1 four FFNs tie | test ppl per seed: relu $(seed_values "$FU" relu test_ppl 3), gelu $(seed_values "$FU" gelu test_ppl 3), silu $(seed_values "$FU" silu test_ppl 3), swiglu $(seed_values "$FU" swiglu test_ppl 3); $u_f1_text | $u_f1_verdict |
-| F2 gated lowest train loss (~0.2%), drowned on test | last-epoch train loss relu $(fmt "$(tlu relu)" 4), gelu $(fmt "$(tlu gelu)" 4), silu $(fmt "$(tlu silu)" 4), swiglu $(fmt "$(tlu swiglu)" 4) (swiglu $(awk -v g="$u_gap" 'BEGIN { if (g == "") print "n/a"; else printf "%.2f%% %s", (g < 0 ? -g : g), (g < 0 ? "above" : "below") }') the best ungated); $u_f2_text; test ppl swiglu − $u_best_test $(ci_text "$u_test_cmp" 3 tie) ($u_test_out) | direction: $u_f2_dir; size: $u_f2_size; test: $u_f2_test |
+| F2 gated lowest train loss (~0.2%), drowned on test | last-epoch train loss relu $(fmt "$(tlu relu)" 4), gelu $(fmt "$(tlu gelu)" 4), silu $(fmt "$(tlu silu)" 4), swiglu $(fmt "$(tlu swiglu)" 4) (swiglu $(gap_text "$u_gap") the best ungated); $u_f2_text; test ppl swiglu − $u_best_test $(ci_text "$u_test_cmp" 3 tie) ($u_test_out) | direction: $u_f2_dir; size: $u_f2_size; test: $u_f2_test |
 | F3 ReLU ~60% zeros | zero fraction $u_zf_text | $u_f3 |
 | F4 dead neurons | $u_f4_text | lr 3e-3: $u_f4_low; lr 0.01 / 0.03: $u_f4_high |
 EOR
@@ -644,7 +651,6 @@ untied, nothing else changed; F1-F4's rules, as in the table, written before it 
 |---|---|---|
 $(s01_rows)
 EOM
-untied_why="the output head: untied (as before issue 45) instead of tied with nn.Linear's init; follow-up below"
 [[ "$u_f1_verdict" == "**reproduced**" ]] && EXPLAINED[F1]="$untied_why"
 [[ "$u_f2_dir $u_f2_size $u_f2_test" == "**reproduced** **reproduced** **reproduced**" ]] && EXPLAINED[F2]="$untied_why"
 [[ "$u_f4_low" == "**reproduced**" && "$u_f4_high" == "**reproduced**"* ]] && EXPLAINED[F4]="$untied_why"
@@ -671,7 +677,6 @@ fi
 
 if [[ -f "$IU/recipes_untied.csv" && -f "$IU/norm_untied.csv" && -f "$IU/ffn_v2.csv" ]]; then
 RU="$IU/recipes_untied.csv"; NU="$IU/norm_untied.csv"; FV="$IU/ffn_v2.csv"
-untied_why="the output head: untied (as before issue 45) instead of tied with nn.Linear's init; follow-up below"
 IFS='|' read -r u_r1_text u_r1_verdict <<< "$(tie_claim "$RU" test_ppl original llama)"
 u_op="$(agg "$RU" original mean params)"; u_lp="$(agg "$RU" llama mean params)"
 u_r1_params="$(verdict "($u_lp - $u_op) < 0.01 * $u_op && ($u_op - $u_lp) < 0.01 * $u_op")"
