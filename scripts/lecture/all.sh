@@ -43,7 +43,7 @@ fi
 # recorded in wall_time.txt ("runs: N"), the time elapsed and an ETA from the rate so far.
 out_root="$(results_root "$quick" "$lecture_runs" "$out")"
 runs_dir="$(runs_root "$quick" "$lecture_runs")"
-count_runs() { find "$runs_dir" -name result.csv 2> /dev/null | wc -l; }
+count_runs() { (cd "$runs_dir" 2> /dev/null && find "${sections[@]}" -name result.csv 2> /dev/null) | wc -l; }  # the sections' runs only (interventions.sh writes beside them)
 last_total="$(sed -n 's/^runs: //p' "$out_root/wall_time.txt" 2> /dev/null || true)"
 [[ "$last_total" =~ ^[1-9][0-9]*$ ]] || last_total=""
 mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
