@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "model/checkpoint.h"
+#include "formats/checkpoint.h"
 
 namespace lmx::test {
 

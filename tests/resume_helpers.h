@@ -8,8 +8,8 @@
 
 #include "config/config.h"
 #include "data/corpus.h"
+#include "formats/checkpoint.h"
 #include "helpers.h"
-#include "model/checkpoint.h"
 
 namespace lmx::test {
 

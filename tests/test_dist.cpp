@@ -12,7 +12,7 @@
 
 #include "dist/dist.h"
 #include "experiments/sweep.h"
-#include "model/checkpoint.h"
+#include "formats/checkpoint.h"
 #include "helpers.h"
 #include "util/csv.h"
 #include "util/error.h"

@@ -1,4 +1,4 @@
-// The fused FFN activation kernels (model/ffn_kernels_impl.h) against closed forms evaluated in
+// The fused FFN activation kernels (kernels/ffn_impl.h) against closed forms evaluated in
 // double precision (values and derivatives), for each variant this CPU runs; and the FFN modules
 // with the kernels on against LibTorch's ops (outputs and every gradient), plain and gated.
 #include "catch.h"
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "model/attention_kernels.h"
-#include "model/fused_attention.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/fused_attention.h"
 #include "model/ffn.h"
 
 using namespace lmx;

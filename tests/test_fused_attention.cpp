@@ -1,4 +1,4 @@
-// The fused causal-attention kernel (model/fused_attention.h) against the plain LibTorch path:
+// The fused causal-attention kernel (kernels/fused_attention.h) against the plain LibTorch path:
 // outputs and gradients of the autograd Function for MHA / GQA / MQA, with and without RoPE
 // (both layouts), odd lengths; whole models (logits and every parameter gradient) with the
 // kernels on and off (the fused RMSNorm, residual + RMSNorm and SwiGLU included, pre- and
@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "model/attention.h"
-#include "model/fused_attention.h"
+#include "kernels/fused_attention.h"
+#include "model/attention/attention.h"
 #include "model/lm.h"
 #include "model/loss.h"
 #include "model/norm.h"

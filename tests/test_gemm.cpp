@@ -1,4 +1,4 @@
-// The linear layers' GEMMs through oneDNN (model/gemm.h) against LibTorch's: gemm::sgemm with
+// The linear layers' GEMMs through oneDNN (kernels/gemm.h) against LibTorch's: gemm::sgemm with
 // every transpose combination and β against torch::mm, gemm::linear's output and the
 // gradients of x, w and the bias against torch::linear's, and the model-level switch (the
 // fused kernels off or bf16 autocast keep LibTorch's linear). Where lmx was built without
@@ -10,8 +10,8 @@
 #include <torch/nn/functional/linear.h>
 
 #include "experiments/probe.h"
-#include "model/fused_attention.h"
-#include "model/gemm.h"
+#include "kernels/fused_attention.h"
+#include "kernels/gemm.h"
 #include "model/linear.h"
 
 using namespace lmx;

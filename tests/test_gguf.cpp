@@ -1,4 +1,4 @@
-// GGUF export (model/gguf.h): the file read back by a minimal GGUF reader written here from
+// GGUF export (formats/gguf.h): the file read back by a minimal GGUF reader written here from
 // ggml's gguf.md (header, metadata types, tensor infos, alignment, data offsets), the Q/K
 // permutation against a naive reference and against RoPE itself, refusals, atomic writes, and
 // the vocabularies (garden words; SentencePiece pieces, scores and types) through the CLI.
@@ -15,11 +15,11 @@
 #include "config/config.h"
 #include "data/text.h"
 #include "data/tokenizer.h"
+#include "formats/checkpoint.h"
+#include "formats/gguf.h"
+#include "formats/hf_llama.h"
 #include "helpers.h"
 #include "llama_config.h"
-#include "model/checkpoint.h"
-#include "model/gguf.h"
-#include "model/hf_llama.h"
 #include "util/error.h"
 
 using namespace lmx;

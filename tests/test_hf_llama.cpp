@@ -1,4 +1,4 @@
-// Hugging Face Llama folders (model/hf_llama.h): the forward of an HF folder against
+// Hugging Face Llama folders (formats/hf_llama.h): the forward of an HF folder against
 // transformers' LlamaForCausalLM written in PyTorch (scripts/dev/make_fixtures.py), the round
 // trip lmx -> HF -> lmx, refusals, and the verbs that take a folder.
 #include "catch.h"
@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "formats/checkpoint.h"
+#include "formats/hf_llama.h"
 #include "helpers.h"
 #include "llama_config.h"
-#include "model/checkpoint.h"
-#include "model/hf_llama.h"
 #include "util/error.h"
 
 using namespace lmx;

@@ -1,4 +1,4 @@
-// The AVX-512 variant of the fused kernels (attention_kernels_avx512.cpp: 16-float register
+// The AVX-512 variant of the fused kernels (cpu_kernels_avx512.cpp: 16-float register
 // tiles) against the AVX2 one, bit for bit: both sum every value in the same order, so a run
 // gives the same numbers whichever the CPU picks. Odd lengths, head dims 8-64, GQA, RoPE in
 // both layouts, a query offset (decoding); the FFN activations (plain and gated), both norms
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/attention_kernels.h"
+#include "kernels/cpu_kernels.h"
 
 using namespace lmx::kernels;
 

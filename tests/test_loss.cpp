@@ -9,8 +9,8 @@
 #include <cmath>
 
 #include "experiments/probe.h"
+#include "kernels/fused_attention.h"
 #include "model/embedding.h"
-#include "model/fused_attention.h"
 #include "model/loss.h"
 #include "util/error.h"
 

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "model/attention.h"
+#include "config/registry.h"
+#include "model/attention/attention.h"
 #include "model/lm.h"
-#include "model/registry.h"
 
 using namespace lmx;
 using lmx::experiments::max_abs;

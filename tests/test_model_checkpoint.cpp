@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "config/config.h"
+#include "formats/checkpoint.h"
+#include "formats/safetensors.h"
 #include "helpers.h"
-#include "model/checkpoint.h"
-#include "model/safetensors.h"
 #include "util/error.h"
 
 using namespace lmx;

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
+#include "formats/checkpoint.h"
 #include "helpers.h"
-#include "model/attention.h"
-#include "model/checkpoint.h"
+#include "model/attention/attention.h"
 
 using namespace lmx;
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "data/batch.h"
-#include "model/fused_attention.h"
+#include "kernels/fused_attention.h"
 #include "model/lm.h"
 #include "step_check.h"
 #include "train/trainer.h"

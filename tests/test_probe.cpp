@@ -10,8 +10,8 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "experiments/probe.h"
+#include "formats/checkpoint.h"
 #include "helpers.h"
-#include "model/checkpoint.h"
 #include "model/ffn.h"
 #include "train/trainer.h"
 

@@ -9,8 +9,8 @@
 
 #include "checkpoint_helpers.h"
 #include "data/corpus.h"
+#include "formats/checkpoint.h"
 #include "helpers.h"
-#include "model/checkpoint.h"
 #include "resume_helpers.h"
 #include "train/train_state.h"
 #include "train/trainer.h"

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "config/config.h"
+#include "config/registry.h"
 #include "model/lm.h"
-#include "model/registry.h"
 #include "model/sizes.h"
 
 using namespace lmx;

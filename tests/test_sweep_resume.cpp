@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
+#include "formats/checkpoint.h"
 #include "helpers.h"
-#include "model/checkpoint.h"
 #include "util/csv.h"
 
 using namespace lmx;

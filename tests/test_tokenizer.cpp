@@ -11,8 +11,8 @@
 #include "data/corpus.h"
 #include "data/text.h"
 #include "data/tokenizer.h"
+#include "formats/checkpoint.h"
 #include "helpers.h"
-#include "model/checkpoint.h"
 #include "util/error.h"
 
 using namespace lmx;

@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "cli/common.h"
+#include "formats/checkpoint.h"
 #include "helpers.h"
-#include "model/checkpoint.h"
 #include "model/memory.h"
 #include "model/sizes.h"
 #include "resume_helpers.h"

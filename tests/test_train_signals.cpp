@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "checkpoint_helpers.h"
+#include "formats/checkpoint.h"
 #include "helpers.h"
-#include "model/checkpoint.h"
 #include "resume_helpers.h"
 
 using namespace lmx;

@@ -1,4 +1,4 @@
-// MHA -> GQA / MQA conversion (model/convert.h) and `lmx uptrain`.
+// MHA -> GQA / MQA conversion (formats/convert.h) and `lmx uptrain`.
 #include "catch.h"
 #include <torch/torch.h>
 
@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "config/config.h"
+#include "formats/checkpoint.h"
+#include "formats/convert.h"
 #include "helpers.h"
-#include "model/checkpoint.h"
-#include "model/convert.h"
 #include "util/csv.h"
 #include "util/error.h"
 

@@ -1,4 +1,4 @@
-// A/B of the fused attention kernels (src/model/attention_kernel*.h): the working tree's
+// A/B of the fused attention kernels (src/kernels/*.h): the working tree's
 // variant against a reference build of the same kernels (scripts/dev/kernel_ab.sh compiles it
 // from a git commit into namespace lmx::kernels::ref). Per shape: forward + backward of one
 // layer (every sequence and KV head, 1 thread), the two sides alternating, min / first
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "model/attention_kernels.h"
+#include "kernels/cpu_kernels.h"
 
 namespace lmx::kernels::ref {
 void forward(const ForwardArgs&, const AttnShape&, float*);
@@ -33,7 +33,7 @@ struct Shape {
 
 struct Buffers {
   std::vector<float> qkv, o, lse, dout, dqkv, cos, sin, scratch;
-  // The scratch aligned as src/model/fused_attention.cpp hands it to the kernels (at malloc's
+  // The scratch aligned as src/kernels/fused_attention.cpp hands it to the kernels (at malloc's
   // 16 bytes the 16-float rows split cache lines, and the timings with them).
   float* scratch64() { return align_scratch(scratch.data()); }
 };

@@ -43,7 +43,7 @@ int main() {
     std::puts("this oneDNN does not export dnnl_gemm_bf16bf16f32");
     return 1;
   }
-  // y = x·wᵀ (forward), dx = dy·w, dw = dyᵀ·x, as src/model/gemm.cpp calls them.
+  // y = x·wᵀ (forward), dx = dy·w, dw = dyᵀ·x, as src/kernels/gemm.cpp calls them.
   const std::vector<Shape> shapes = {
       {"fwd qkv 2048x128x64 (llama)", 'N', 'T', 2048, 128, 64}, {"fwd gate|up 2048x342x64", 'N', 'T', 2048, 342, 64},
       {"fwd down 2048x64x171", 'N', 'T', 2048, 64, 171},        {"fwd up 2048x256x64 (textbook)", 'N', 'T', 2048, 256, 64},

@@ -12,15 +12,16 @@
 
 #include "cli/app.h"
 #include "config/config.h"
+#include "config/registry.h"
 #include "data/corpus.h"
-#include "model/gemm.h"
+#include "kernels/gemm.h"
+#include "kernels/precision.h"
 #include "model/lm.h"
-#include "model/precision.h"
 #include "model/sizes.h"
 #include "train/trainer.h"
+#include "util/clock.h"
 #include "util/csv.h"
 #include "util/error.h"
-#include "util/clock.h"
 #include "util/log.h"
 #include "util/op_timer.h"
 #include "util/runtime.h"
@@ -48,7 +49,7 @@ struct BenchOptions {
 namespace {
 
 // Best-of-reps GFLOP/s of an n×n by n×n float32 matmul (2n³ FLOPs) at the current threads,
-// through one GEMM backend (model/gemm.h).
+// through one GEMM backend (kernels/gemm.h).
 double matmul_gflops(int64_t n, int reps, gemm::Backend be) {
   torch::NoGradGuard no_grad;
   auto a = torch::randn({n, n}), b = torch::randn({n, n}), c = torch::empty({n, n});
@@ -141,7 +142,7 @@ double linear_gemm_ms(ModernLM& model, int64_t rows, int reps, const std::string
                       lin->bias.defined() ? lin->bias.detach().clone() : torch::Tensor(), torch::randn({rows, w.size(0)})});
   }
   AutocastGuard bf16(precision, c10::DeviceType::CPU);
-  auto once = [&] {  // as the linear layers run them (model/gemm.cpp), on the active backend
+  auto once = [&] {  // as the linear layers run them (kernels/gemm.cpp), on the active backend
     for (auto& s : shapes) gemm::linear_gemms_once(s.x, s.w, s.b, s.gy);
   };
   once();  // warm-up
@@ -202,7 +203,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
   if (a.vocab > 0) cfg.model.vocab_size = a.vocab;
   if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data::load_vocabulary(cfg.data).vocab.size();
   const int64_t B = cfg.train.batch_size, T = cfg.data.seq_len, V = cfg.model.vocab_size;
-  if (T > cfg.model.max_seq_len && cfg.model.position == "learned")
+  if (T > cfg.model.max_seq_len && registry::position(cfg.model).length_table)
     throw InputError(fmt::format("--seq-len {} exceeds model.max_seq_len {}", T, cfg.model.max_seq_len));
 
   torch::manual_seed(g.seed >= 0 ? g.seed : 0);
@@ -242,7 +243,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
   double dec_cached = 0, dec_full = 0;
   if (!a.no_decode && a.decode_len > 0) {
     const int64_t len = a.decode_len;
-    if (cfg.model.position == "learned" && len > cfg.model.max_seq_len)
+    if (registry::position(cfg.model).length_table && len > cfg.model.max_seq_len)
       throw InputError(fmt::format("--decode-len {} exceeds model.max_seq_len {}", len, cfg.model.max_seq_len));
     decode_tokens_per_s(model, std::min<int64_t>(len, 16), V, true);  // warm-up
     dec_cached = decode_tokens_per_s(model, len, V, true);

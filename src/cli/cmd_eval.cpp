@@ -8,7 +8,7 @@
 #include "cli/common.h"
 #include "config/config.h"
 #include "data/corpus.h"
-#include "model/checkpoint.h"
+#include "formats/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
 #include "util/csv.h"

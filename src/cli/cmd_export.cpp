@@ -1,5 +1,5 @@
-// lmx export: a checkpoint as a Hugging Face Llama folder (model/hf_llama.h) and / or a GGUF file
-// for llama.cpp (model/gguf.h); --reference writes what lmx itself computes, for
+// lmx export: a checkpoint as a Hugging Face Llama folder (formats/hf_llama.h) and / or a GGUF file
+// for llama.cpp (formats/gguf.h); --reference writes what lmx itself computes, for
 // scripts/interop/check.sh to compare the other engines with (cli/export_reference.h).
 #include <fmt/format.h>
 
@@ -9,9 +9,9 @@
 #include "cli/common.h"
 #include "cli/export_reference.h"
 #include "data/corpus.h"
-#include "model/checkpoint.h"
-#include "model/gguf.h"
-#include "model/hf_llama.h"
+#include "formats/checkpoint.h"
+#include "formats/gguf.h"
+#include "formats/hf_llama.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/log.h"

@@ -11,10 +11,9 @@
 #include "cli/app.h"
 #include "cli/common.h"
 #include "config/config.h"
-#include "config/fields.h"
+#include "config/registry.h"
 #include "data/corpus.h"
-#include "model/checkpoint.h"
-#include "model/registry.h"
+#include "formats/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/summary.h"
 #include "train/trainer.h"
@@ -23,6 +22,7 @@
 #include "util/log.h"
 #include "util/progress.h"
 #include "util/signals.h"
+#include "util/strings.h"
 
 namespace fs = std::filesystem;
 

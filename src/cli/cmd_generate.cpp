@@ -11,7 +11,7 @@
 #include "cli/common.h"
 #include "config/config.h"
 #include "data/corpus.h"
-#include "model/checkpoint.h"
+#include "formats/checkpoint.h"
 #include "train/trainer.h"
 #include "util/log.h"
 

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli/app.h"
-#include "model/registry.h"
+#include "config/registry.h"
 
 namespace lmx::cli {
 

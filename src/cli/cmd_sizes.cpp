@@ -8,6 +8,7 @@
 
 #include "cli/app.h"
 #include "config/config.h"
+#include "config/registry.h"
 #include "data/corpus.h"
 #include "model/sizes.h"
 #include "util/csv.h"
@@ -71,14 +72,14 @@ Sized load_sized(const std::string& path, const std::vector<std::string>& sets) 
 }
 
 std::string model_line(const ModelConfig& m, bool vocab_from_data) {
-  std::string attn = m.attention == "mla"
+  std::string attn = registry::attention(m).latent
                          ? fmt::format("mla (latent {}, query latent {}, rope {})", m.mla_kv_rank,
                                        m.mla_q_rank > 0 ? std::to_string(m.mla_q_rank) : "none", m.mla_rope_dim)
                          : fmt::format("{} ({} KV heads)", attention_kind(m), m.kv_heads());
   return fmt::format("vocab {}{} · d_model {} · {} layers · {} heads × {} · {} · {} d_ff {} · {} {} · {} · "
                      "bias {} · head {}",
                      m.vocab_size, vocab_from_data ? " (from the dataset)" : "", m.d_model, m.n_layers, m.n_heads, m.dim_head(), attn, m.ffn,
-                     m.ffn_hidden(is_gated_ffn(m.ffn)), m.norm_placement, m.norm, m.position,
+                     m.ffn_hidden(registry::ffn(m).gated), m.norm_placement, m.norm, m.position,
                      m.bias ? "on" : "off", m.tie_embeddings ? "tied" : "untied");
 }
 
@@ -135,7 +136,7 @@ int run_params(const ParamsOptions& o, const Globals&) {
 namespace {
 
 std::string cached_parts(const ModelConfig& m) {
-  if (m.attention == "mla") return fmt::format("latent {} + RoPE key {}", m.mla_kv_rank, m.mla_rope_dim);
+  if (registry::attention(m).latent) return fmt::format("latent {} + RoPE key {}", m.mla_kv_rank, m.mla_rope_dim);
   return fmt::format("K, V: 2 × {} KV heads × {}", m.kv_heads(), m.dim_head());
 }
 

@@ -1,4 +1,4 @@
-// lmx uptrain: MHA -> GQA / MQA conversion of a trained checkpoint (model/convert.h),
+// lmx uptrain: MHA -> GQA / MQA conversion of a trained checkpoint (formats/convert.h),
 // evaluated right after conversion and after each continued-training length, next to the
 // same GQA / MQA models trained from scratch with the checkpoint's full budget.
 #include <fmt/format.h>
@@ -15,8 +15,8 @@
 #include "cli/common.h"
 #include "config/config.h"
 #include "data/corpus.h"
-#include "model/checkpoint.h"
-#include "model/convert.h"
+#include "formats/checkpoint.h"
+#include "formats/convert.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
 #include "util/csv.h"

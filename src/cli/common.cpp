@@ -18,7 +18,7 @@
 #include "config/fields.h"
 #include "data/corpus.h"
 #include "data/tokenizer.h"
-#include "model/checkpoint.h"
+#include "formats/checkpoint.h"
 #include "train/summary.h"
 #include "util/csv.h"
 #include "util/error.h"

@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace lmx {
-struct Checkpoint;  // model/checkpoint.h
+struct Checkpoint;  // formats/checkpoint.h
 struct Table;       // util/csv.h
 namespace data {
 struct Corpus;  // data/corpus.h

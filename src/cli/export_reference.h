@@ -7,7 +7,7 @@
 #include <string>
 
 #include "data/corpus.h"
-#include "model/checkpoint.h"
+#include "formats/checkpoint.h"
 
 namespace lmx::cli {
 

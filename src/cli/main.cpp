@@ -7,11 +7,11 @@
 #include <iostream>
 
 #include "cli/app.h"
+#include "config/registry.h"
 #include "dist/dist.h"
-#include "model/attention_kernels.h"
-#include "model/fused_attention.h"
-#include "model/gemm.h"
-#include "model/registry.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/fused_attention.h"
+#include "kernels/gemm.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/log_sink.h"

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "config/fields.h"
+#include "config/registry.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
@@ -263,10 +264,10 @@ void validate(const Config& cfg) {
         "or set model.head_dim explicitly");
   check(kv <= m.n_heads && m.n_heads % kv == 0, cfg,
         fmt::format("model.n_heads ({}) must be a multiple of model.n_kv_heads ({})", m.n_heads, kv));
-  const bool rope = m.position == "rope";
-  if (rope && m.attention != "mla")
+  const bool rope = registry::position(m).rotary, latent = registry::attention(m).latent;
+  if (rope && !latent)
     check(m.dim_head() % 2 == 0, cfg, fmt::format("RoPE needs an even head dim, got {}", m.dim_head()));
-  if (m.attention == "mla") {
+  if (latent) {
     check(kv == m.n_heads, cfg, "model.n_kv_heads must equal n_heads (or auto) with MLA: MLA shares one latent, not KV heads");
     check(!rope || m.mla_rope_dim > 0, cfg, "MLA with RoPE needs model.mla_rope_dim > 0 (decoupled RoPE)",
           "RoPE cannot be applied to keys recovered from the latent when W_UK is absorbed");

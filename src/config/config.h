@@ -74,7 +74,7 @@ struct TrainConfig {
   int log_every = 50;          // plain log line every N steps when not on a terminal
   int checkpoint_every = 0;    // also checkpoint every N steps (for resume); 0 = only at the end
   std::string device = "cpu";  // cpu | cuda
-  std::string precision = "fp32";  // fp32 | bf16 (autocast mixed precision; train/precision.h)
+  std::string precision = "fp32";  // fp32 | bf16 (mixed precision; kernels/precision.h)
 };
 
 struct DataConfig {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "util/strings.h"  // closest, join (the messages here use them)
 
 namespace YAML { class Node; }
 
@@ -27,12 +28,6 @@ struct Field {
 
 const std::vector<Field>& config_fields();
 const Field* find_field(const std::string& key);
-
-// The valid key closest to `key` among `candidates` (edit distance), or "" if none is close.
-std::string closest(const std::string& key, const std::vector<std::string>& candidates);
-
-// "a, b, c"
-std::string join(const std::vector<std::string>& items, const std::string& sep = ", ");
 
 // Markdown table of every field: key, type, default, meaning (docs/CONFIG.md).
 std::string fields_markdown();

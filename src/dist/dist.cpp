@@ -42,6 +42,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "util/env.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/runtime.h"
@@ -355,7 +356,7 @@ Group* init_from_env(const std::string& device) {
   // NCCL cannot put two ranks on one GPU: more workers on this node than GPUs take Gloo.
   const bool gpu_per_rank =
       device != "cuda" || runtime::local_world_size() <= static_cast<int>(torch::cuda::device_count());
-  const std::string backend = choose_backend(device, std::getenv("LMX_DIST_BACKEND"), gpu_per_rank);
+  const std::string backend = choose_backend(device, lmx::env::get("LMX_DIST_BACKEND"), gpu_per_rank);
   const auto timeout = timeout_from_env();
   log::info("dist", "rank {} of {} (local rank {}, {}, {}): rendezvous at {}:{}", env.rank, env.world, env.local_rank,
             env.launcher == "slurm" ? "srun" : "RANK/WORLD_SIZE", backend, env.master_addr, env.master_port);
@@ -373,7 +374,7 @@ void fault_point() {
   };
   static const Fault fault = [] {
     Fault f;
-    const char* v = std::getenv("LMX_FAULT");
+    const char* v = lmx::env::get("LMX_FAULT");
     char mode[8] = {0};
     if (v && std::sscanf(v, "%7[a-z]:%d:%lld", mode, &f.rank, &f.step) == 3) f.mode = mode;
     return f;

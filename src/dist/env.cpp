@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <cstring>
 
+#include "util/env.h"
 #include "util/error.h"
 
 namespace lmx::dist {
@@ -100,11 +102,12 @@ Env read_env(const GetEnv& getenv) {
 }
 
 Env read_env() {
-  return read_env([](const char* name) { return std::getenv(name); });
+  // LMX_DIST through util/env.h; the launchers' variables are theirs.
+  return read_env([](const char* name) { return std::strncmp(name, "LMX_", 4) == 0 ? lmx::env::get(name) : std::getenv(name); });
 }
 
 std::chrono::milliseconds timeout_from_env() {
-  const char* v = std::getenv("LMX_DIST_TIMEOUT");
+  const char* v = lmx::env::get("LMX_DIST_TIMEOUT");
   if (!v || !*v) return std::chrono::seconds(120);
   char* end = nullptr;
   const double s = std::strtod(v, &end);

@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "config/registry.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "experiments/probe.h"
-#include "model/attention.h"
+#include "model/attention/attention.h"
 #include "model/lm.h"
 #include "model/sizes.h"
 #include "train/trainer.h"
@@ -42,7 +43,7 @@ ProbeResult probe_kv_decode(const ProbeOptions& opt) {
   auto tokens = torch::tensor(std::vector<int64_t>(row.begin(), row.begin() + opt.len), torch::kInt64).unsqueeze(0);
 
   std::vector<int> kv_heads = {cfg.model.kv_heads()};
-  if (cfg.model.attention != "mla") {
+  if (!registry::attention(cfg.model).latent) {
     const int H = cfg.model.n_heads;
     kv_heads = {H};
     if (H % 2 == 0 && H / 2 > 1) kv_heads.push_back(H / 2);
@@ -54,7 +55,7 @@ ProbeResult probe_kv_decode(const ProbeOptions& opt) {
               "cache numbers (all layers)", "sizes.h", "cache bytes (float32)", "bytes per token (BF16)"};
   for (int k : kv_heads) {
     ModelConfig m = cfg.model;
-    if (m.attention != "mla") m.n_kv_heads = k;
+    if (!registry::attention(m).latent) m.n_kv_heads = k;
     torch::manual_seed(opt.seed);
     ModernLM model(m);
     model->eval();
@@ -95,7 +96,7 @@ Table mla_cache_table(const ModelConfig& m) {
   c.header = {"model", "attention", "cached per token per layer", "what", "vs MHA"};
   auto add_cache = [&](const std::string& name, const ModelConfig& cfg) {
     const int64_t n = kv_cache_size(cfg).per_token_per_layer;
-    const std::string what = cfg.attention == "mla"
+    const std::string what = registry::attention(cfg).latent
                                  ? fmt::format("latent {} + RoPE key {}", cfg.mla_kv_rank, cfg.mla_rope_dim)
                                  : fmt::format("2 × {} KV heads × {}", cfg.kv_heads(), cfg.dim_head());
     c.add({name, attention_kind(cfg), std::to_string(n), what,
@@ -190,7 +191,7 @@ ProbeResult probe_kv_table(const ProbeOptions& opt) {
   auto add = [&](const std::string& name, const ModelConfig& m) {
     const KVCacheSize s = kv_cache_size(m);
     const double gib = static_cast<double>(s.bytes(bf16, opt.context, 1)) / (1024.0 * 1024.0 * 1024.0);
-    t.add({name, attention_kind(m), m.attention == "mla" ? "-" : std::to_string(m.kv_heads()),
+    t.add({name, attention_kind(m), registry::attention(m).latent ? "-" : std::to_string(m.kv_heads()),
            std::to_string(m.dim_head()), std::to_string(s.per_token_per_layer), std::to_string(s.n_layers),
            std::to_string(s.bytes_per_token(bf16)), fixed(gib, 2)});
   };

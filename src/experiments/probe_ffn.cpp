@@ -5,10 +5,11 @@
 
 #include <cmath>
 
+#include "config/registry.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "experiments/probe.h"
-#include "model/checkpoint.h"
+#include "formats/checkpoint.h"
 #include "model/ffn.h"
 #include "model/sizes.h"
 #include "util/error.h"
@@ -135,7 +136,7 @@ ProbeResult probe_ffn_params(const ProbeOptions&) {
     cfg.vocab_size = 1;
     cfg.ffn = v.ffn;
     cfg.d_ff = v.d_ff;
-    const bool gated = is_gated_ffn(cfg.ffn);
+    const bool gated = registry::ffn(cfg).gated;
     const int64_t C = cfg.d_model, F = cfg.ffn_hidden(gated);
     auto module = make_ffn(cfg);
     int64_t numel = 0;

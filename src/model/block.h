@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "model/attention.h"
+#include "model/attention/attention.h"
 #include "model/ffn.h"
 #include "model/norm.h"
 

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "model/fused_attention.h"
+#include "kernels/fused_attention.h"
 #include "util/error.h"
 
 namespace lmx {

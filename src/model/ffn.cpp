@@ -8,8 +8,8 @@
 
 #include <cmath>
 
-#include "model/attention_kernels.h"
-#include "model/fused_attention.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/fused_attention.h"
 #include "model/linear.h"
 #include "util/error.h"
 #include "util/op_timer.h"
@@ -146,7 +146,7 @@ torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
   // (B, T, F) tensor less to allocate and write.
   auto h = linear_2d(x.reshape({-1, x.size(-1)}), up_proj);  // (B·T, F)
   if (fused_kernels_take(h))
-    h = ActFn::apply(h, static_cast<int64_t>(act_), beta_, wants_grad(h));  // the fused kernel (ffn_kernels_impl.h)
+    h = ActFn::apply(h, static_cast<int64_t>(act_), beta_, wants_grad(h));  // the fused kernel (ffn_impl.h)
   else
     h = act_ == Activation::Relu ? h.relu_() : activate(act_, h, beta_);
   auto shape = x.sizes().vec();

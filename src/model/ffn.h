@@ -11,11 +11,11 @@
 #include <string>
 
 #include "config/config.h"
-#include "model/attention_kernels.h"
+#include "kernels/cpu_kernels.h"
 
 namespace lmx {
 
-// The fused kernels' enum (model/attention_kernels.h, free of LibTorch): one list of activations.
+// The fused kernels' enum (kernels/cpu_kernels.h, free of LibTorch): one list of activations.
 using Activation = kernels::ActKind;
 
 // φ(x) by name: relu, gelu (exact x·Φ(x)), gelu_tanh, silu (x·σ(x)), swish (x·σ(βx)).

@@ -1,11 +1,11 @@
 // A linear layer applied to (..., in) through one 2-D GEMM: oneDNN's sgemm where gemm::takes
-// the input (model/gemm.h), else LibTorch's linear (1.13 runs a 3-D input with a bias as
+// the input (kernels/gemm.h), else LibTorch's linear (1.13 runs a 3-D input with a bias as
 // matmul + a separate add_ and its backward, a 2-D one as addmm, which adds the bias inside
 // the GEMM: the 2-D form here).
 #pragma once
 #include <torch/nn/modules/linear.h>
 
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 
 namespace lmx {
 

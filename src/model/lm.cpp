@@ -8,14 +8,15 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "model/attention.h"
+#include "config/registry.h"
+#include "model/attention/attention.h"
 #include "model/block.h"
 #include "model/embedding.h"
 #include "model/ffn.h"
 #include "model/init.h"
 #include "model/linear.h"
 #include "model/norm.h"
-#include "model/position.h"
+#include "model/position/position.h"
 #include "util/error.h"
 
 namespace lmx {
@@ -74,7 +75,7 @@ ModernLMImpl::ModernLMImpl(const ModelConfig& cfg) : cfg_(cfg), parts_(std::make
   for (int i = 0; i < cfg.n_layers; ++i) {
     // A per-layer scheme (T5 bias) gets a table per layer, or with t5_shared one table that
     // layer 0 owns (T5: "model.layers.0.self_attn.relative_attention_bias") and every layer reads.
-    auto layer_position = p.position->per_layer() && !(cfg.position == "t5_bias" && cfg.t5_shared) ? make_position(cfg) : p.position;
+    auto layer_position = p.position->per_layer() && !(registry::position(cfg).bucket_table && cfg.t5_shared) ? make_position(cfg) : p.position;
     auto block = std::make_shared<BlockImpl>(cfg, layer_position);
     layers->push_back(block);
     p.layers.push_back(block);

@@ -9,8 +9,8 @@
 #include <limits>
 #include <vector>
 
-#include "model/attention_kernels.h"
-#include "model/fused_attention.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/fused_attention.h"
 #include "util/error.h"
 #include "util/op_timer.h"
 

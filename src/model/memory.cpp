@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/registry.h"
 #include "model/sizes.h"
 #include "util/error.h"
 
@@ -20,7 +21,7 @@ MemoryEstimate estimate_training_memory(const Config& cfg) {
   e.optimizer_bytes = 8 * P;
   const double B = cfg.train.batch_size, T = std::min(cfg.data.seq_len, m.max_seq_len);
   const double C = m.d_model, H = m.n_heads, V = m.vocab_size, L = m.n_layers;
-  const bool gated = is_gated_ffn(m.ffn);
+  const bool gated = registry::ffn(m).gated;
   const double F = m.ffn_hidden(gated);
   const double per_layer_token = 16 * C + (gated ? 5 : 4) * F + 3 * H * T;
   e.activation_bytes = 4 * B * T * (L * per_layer_token + 3 * V + 2 * C);

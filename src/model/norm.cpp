@@ -8,8 +8,8 @@
 #include <optional>
 #include <utility>
 
-#include "model/attention_kernels.h"
-#include "model/fused_attention.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/fused_attention.h"
 #include "util/op_timer.h"
 
 namespace lmx {
@@ -19,7 +19,7 @@ namespace {
 // LayerNorm or RMSNorm over the last dim of a float32 tensor as one autograd op, optionally
 // with the residual add before it (Norm::add_forward): h = x + a and y = N(h) are both outputs,
 // and the backward returns dh + dx(h) for x and a, what autograd's add and gradient sum would,
-// so neither is a pass of its own. Kernels: norm_kernels_impl.h. Inputs: a and b may be empty
+// so neither is a pass of its own. Kernels: norm_impl.h. Inputs: a and b may be empty
 // (no residual; RMSNorm has no shift); autograd inputs must be defined tensors.
 class NormFn : public torch::autograd::Function<NormFn> {
  public:

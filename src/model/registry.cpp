@@ -1,16 +1,16 @@
-// The component tables: one aligned row {name, description, factory} per variant. Adding a
-// variant = its file under model/ + one row here; config validation, `lmx list` and --help
-// read the names and descriptions from these same rows (registry.h).
+// The factories: one aligned row {name, factory} per variant, in the order of the catalog's rows
+// (config/registry.h: names, descriptions, traits). Adding a variant = its file under model/,
+// its catalog row and its row here (tests/test_registry.cpp checks that the names match).
 #include "model/registry.h"
 
 #include <fmt/format.h>
 
-#include "model/attention.h"
+#include "model/attention/attention.h"
 #include "model/ffn.h"
 #include "model/norm.h"
-#include "model/position.h"
 #include "model/position/absolute.h"
 #include "model/position/alibi.h"
+#include "model/position/position.h"
 #include "model/position/rope.h"
 #include "model/position/t5_bias.h"
 #include "util/error.h"
@@ -21,92 +21,87 @@ namespace {
 
 template <class Make>
 struct Row {
-  const char* name;
-  const char* description;
+  std::string name;
   Make make;
 };
 
-using FfnMake = std::shared_ptr<Ffn> (*)(const ModelConfig&);
-using NormMake = std::shared_ptr<Norm> (*)(const ModelConfig&, int64_t dim);
-using AttentionMake = std::shared_ptr<Attention> (*)(const ModelConfig&, std::shared_ptr<Position>);
-using PositionMake = std::shared_ptr<Position> (*)(const ModelConfig&);
+using registry::FfnMake, registry::NormMake, registry::AttentionMake, registry::PositionMake;
 
 template <Activation A>
 std::shared_ptr<Ffn> plain(const ModelConfig& c) { return std::make_shared<PlainFfnImpl>(c, A); }
 template <Activation A>
 std::shared_ptr<Ffn> gated(const ModelConfig& c) { return std::make_shared<GatedFfnImpl>(c, A); }
 
-const std::vector<Row<FfnMake>>& ffn_table() {
-  static const std::vector<Row<FfnMake>> rows = {
-      {"relu",      "W2·relu(W1x)",                                plain<Activation::Relu>},
-      {"gelu",      "W2·gelu(W1x), exact x·Φ(x)",                  plain<Activation::Gelu>},
-      {"gelu_tanh", "W2·gelu(W1x), tanh approximation",            plain<Activation::GeluTanh>},
-      {"silu",      "W2·silu(W1x), x·σ(x)",                        plain<Activation::Silu>},
-      {"swish",     "W2·swish(W1x), x·σ(βx) with model.swish_beta", plain<Activation::Swish>},
-      {"swiglu",    "W2·(silu(W1x) ⊙ W3x)",                        gated<Activation::Silu>},
-      {"geglu",     "W2·(gelu(W1x) ⊙ W3x)",                        gated<Activation::Gelu>},
-      {"reglu",     "W2·(relu(W1x) ⊙ W3x)",                        gated<Activation::Relu>},
+std::vector<Row<FfnMake>>& ffn_table() {
+  static std::vector<Row<FfnMake>> rows = {
+      {"relu",       plain<Activation::Relu>},
+      {"gelu",       plain<Activation::Gelu>},
+      {"gelu_tanh",  plain<Activation::GeluTanh>},
+      {"silu",       plain<Activation::Silu>},
+      {"swish",      plain<Activation::Swish>},
+      {"swiglu",     gated<Activation::Silu>},
+      {"geglu",      gated<Activation::Gelu>},
+      {"reglu",      gated<Activation::Relu>},
   };
   return rows;
 }
 
-const std::vector<Row<NormMake>>& norm_table() {
-  static const std::vector<Row<NormMake>> rows = {
-      {"layernorm", "(x − mean)/sqrt(var + ε)·γ + β",
+std::vector<Row<NormMake>>& norm_table() {
+  static std::vector<Row<NormMake>> rows = {
+      {"layernorm",
        [](const ModelConfig& c, int64_t d) -> std::shared_ptr<Norm> { return std::make_shared<LayerNormImpl>(d, c.norm_eps); }},
-      {"rmsnorm",   "x/sqrt(mean(x²) + ε)·γ",
+      {"rmsnorm",
        [](const ModelConfig& c, int64_t d) -> std::shared_ptr<Norm> { return std::make_shared<RMSNormImpl>(d, c.norm_eps); }},
   };
   return rows;
 }
 
-const std::vector<Row<AttentionMake>>& attention_table() {
-  static const std::vector<Row<AttentionMake>> rows = {
-      {"mha", "multi-head attention; GQA/MQA by n_kv_heads",
+std::vector<Row<AttentionMake>>& attention_table() {
+  static std::vector<Row<AttentionMake>> rows = {
+      {"mha",
        [](const ModelConfig& c, std::shared_ptr<Position> p) -> std::shared_ptr<Attention> {
          return std::make_shared<MultiHeadAttentionImpl>(c, std::move(p)); }},
-      {"mla", "multi-head latent attention (DeepSeek-V2)",
+      {"mla",
        [](const ModelConfig& c, std::shared_ptr<Position> p) -> std::shared_ptr<Attention> {
          return std::make_shared<MultiHeadLatentAttentionImpl>(c, std::move(p)); }},
   };
   return rows;
 }
 
-const std::vector<Row<PositionMake>>& position_table() {
-  static const std::vector<Row<PositionMake>> rows = {
-      {"none",       "no position information (NoPE)",
+std::vector<Row<PositionMake>>& position_table() {
+  static std::vector<Row<PositionMake>> rows = {
+      {"none",
        [](const ModelConfig&) -> std::shared_ptr<Position> { return std::make_shared<NoPositionImpl>(); }},
-      {"sinusoidal", "fixed sinusoidal absolute embeddings",
+      {"sinusoidal",
        [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<SinusoidalPositionImpl>(c.d_model); }},
-      {"learned",    "learned absolute embeddings",
+      {"learned",
        [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<LearnedPositionImpl>(c.max_seq_len, c.d_model); }},
-      {"t5_bias",    "T5 relative bias per head and log-spaced bucket",
+      {"t5_bias",
        [](const ModelConfig& c) -> std::shared_ptr<Position> {
          return std::make_shared<T5BiasImpl>(c.n_heads, c.t5_num_buckets, c.t5_max_distance); }},
-      {"rope",       "rotary embeddings on q and k",
+      {"rope",
        [](const ModelConfig& c) -> std::shared_ptr<Position> {
-         return std::make_shared<RoPEImpl>(c, c.attention == "mla" ? c.mla_rope_dim : c.dim_head()); }},
-      {"alibi",      "linear distance penalty, fixed slopes per head",
+         return std::make_shared<RoPEImpl>(c, registry::attention(c).latent ? c.mla_rope_dim : c.dim_head()); }},
+      {"alibi",
        [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<ALiBiImpl>(c.n_heads); }},
   };
   return rows;
 }
 
 template <class Make>
-std::vector<registry::Entry> entries_of(const std::vector<Row<Make>>& rows) {
-  std::vector<registry::Entry> out;
-  for (const auto& r : rows) out.push_back({r.name, r.description});
+std::vector<std::string> names_of(const std::vector<Row<Make>>& rows) {
+  std::vector<std::string> out;
+  for (const auto& r : rows) out.push_back(r.name);
   return out;
 }
 
+// The factory of a catalog name (registry::find names the valid ones for an unknown name).
 template <class Make>
 Make lookup(const std::vector<Row<Make>>& rows, registry::Kind kind, const std::string& name) {
+  registry::find(kind, name);
   for (const auto& r : rows)
     if (name == r.name) return r.make;
-  std::string valid;
-  for (const auto& r : rows) valid += (valid.empty() ? "" : ", ") + std::string(r.name);
-  throw InputError(fmt::format("unknown {} '{}'; valid: {}", registry::kind_name(kind), name, valid),
-                   "`lmx list` prints every component with its description");
+  throw std::logic_error(fmt::format("registry: {} '{}' is in the catalog but has no factory", registry::kind_name(kind), name));
 }
 
 }  // namespace
@@ -126,35 +121,31 @@ std::shared_ptr<Position> make_position(const ModelConfig& cfg) {
 
 namespace registry {
 
-const std::vector<Kind>& kinds() {
-  static const std::vector<Kind> all = {Kind::Ffn, Kind::Norm, Kind::Attention, Kind::Position};
-  return all;
+void add_ffn(Entry entry, FfnMake make) {
+  ffn_table().push_back({entry.name, make});
+  add(Kind::Ffn, std::move(entry));
+}
+void add_norm(Entry entry, NormMake make) {
+  norm_table().push_back({entry.name, make});
+  add(Kind::Norm, std::move(entry));
+}
+void add_attention(Entry entry, AttentionMake make) {
+  attention_table().push_back({entry.name, make});
+  add(Kind::Attention, std::move(entry));
+}
+void add_position(Entry entry, PositionMake make) {
+  position_table().push_back({entry.name, make});
+  add(Kind::Position, std::move(entry));
 }
 
-const char* kind_name(Kind kind) {
+std::vector<std::string> factory_names(Kind kind) {
   switch (kind) {
-    case Kind::Ffn: return "ffn";
-    case Kind::Norm: return "norm";
-    case Kind::Attention: return "attention";
-    case Kind::Position: return "position";
-  }
-  return "?";
-}
-
-std::vector<Entry> entries(Kind kind) {
-  switch (kind) {
-    case Kind::Ffn: return entries_of(ffn_table());
-    case Kind::Norm: return entries_of(norm_table());
-    case Kind::Attention: return entries_of(attention_table());
-    case Kind::Position: return entries_of(position_table());
+    case Kind::Ffn: return names_of(ffn_table());
+    case Kind::Norm: return names_of(norm_table());
+    case Kind::Attention: return names_of(attention_table());
+    case Kind::Position: return names_of(position_table());
   }
   return {};
-}
-
-std::vector<std::string> names(Kind kind) {
-  std::vector<std::string> out;
-  for (const auto& e : entries(kind)) out.push_back(e.name);
-  return out;
 }
 
 }  // namespace registry

@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 
+#include "config/registry.h"
 #include "util/error.h"
 
 namespace lmx {
@@ -26,16 +27,16 @@ struct Linear {
 int64_t linear_params(const Linear& l, bool bias) { return size_add(size_mul(l.in, l.out), bias ? l.out : 0); }
 
 int64_t norm_params(const ModelConfig& cfg, int64_t width) {
-  return cfg.norm == "layernorm" ? 2 * width : width;
+  return registry::norm(cfg).centered ? 2 * width : width;
 }
 
 // MLA's decoupled RoPE part exists only with RoPE positions.
-int64_t mla_rope_dim(const ModelConfig& cfg) { return cfg.position == "rope" ? cfg.mla_rope_dim : 0; }
+int64_t mla_rope_dim(const ModelConfig& cfg) { return registry::position(cfg).rotary ? cfg.mla_rope_dim : 0; }
 
 // The linear layers of one attention block.
 std::vector<Linear> attention_linears(const ModelConfig& cfg) {
   const int64_t C = cfg.d_model, H = cfg.n_heads, Hk = cfg.kv_heads(), D = cfg.dim_head();
-  if (cfg.attention == "mla") {
+  if (registry::attention(cfg).latent) {
     const int64_t R = mla_rope_dim(cfg), Rkv = cfg.mla_kv_rank, Rq = cfg.mla_q_rank;
     std::vector<Linear> out;
     if (Rq > 0) {
@@ -53,7 +54,7 @@ std::vector<Linear> attention_linears(const ModelConfig& cfg) {
 }
 
 std::vector<Linear> ffn_linears(const ModelConfig& cfg) {
-  const bool gated = is_gated_ffn(cfg.ffn);
+  const bool gated = registry::ffn(cfg).gated;
   const int64_t C = cfg.d_model, F = cfg.ffn_hidden(gated);
   if (gated) return {{C, F}, {C, F}, {F, C}};
   return {{C, F}, {F, C}};
@@ -86,8 +87,6 @@ int64_t size_add(int64_t a, int64_t b) {
   return r;
 }
 
-bool is_gated_ffn(const std::string& ffn) { return ffn == "swiglu" || ffn == "geglu" || ffn == "reglu"; }
-
 int64_t params_of(ModelConfig m, int vocab) {
   if (m.vocab_size == 0) m.vocab_size = vocab;
   return count_params(m).total();
@@ -110,10 +109,10 @@ ParamCounts count_params(const ModelConfig& cfg) {
   ParamCounts p;
   p.n_layers = L;
   p.embedding = size_mul(V, C);
-  if (cfg.position == "learned") p.position = size_mul(cfg.max_seq_len, C);
-  if (cfg.position == "t5_bias") p.position = size_mul(size_mul(cfg.t5_shared ? 1 : L, cfg.t5_num_buckets), cfg.n_heads);
+  if (registry::position(cfg).length_table) p.position = size_mul(cfg.max_seq_len, C);
+  if (registry::position(cfg).bucket_table) p.position = size_mul(size_mul(cfg.t5_shared ? 1 : L, cfg.t5_num_buckets), cfg.n_heads);
   for (const auto& l : attention_linears(cfg)) p.attention_per_layer = size_add(p.attention_per_layer, linear_params(l, cfg.bias));
-  if (cfg.attention == "mla" && cfg.mla_latent_norm)  // RMSNorm scales on the latents
+  if (registry::attention(cfg).latent && cfg.mla_latent_norm)  // RMSNorm scales on the latents
     p.attention_per_layer = size_add(p.attention_per_layer, cfg.mla_kv_rank + (cfg.mla_q_rank > 0 ? cfg.mla_q_rank : 0));
   for (const auto& l : ffn_linears(cfg)) p.ffn_per_layer = size_add(p.ffn_per_layer, linear_params(l, cfg.bias));
   p.norms_per_layer = 2 * norm_params(cfg, C);
@@ -125,7 +124,7 @@ ParamCounts count_params(const ModelConfig& cfg) {
 KVCacheSize kv_cache_size(const ModelConfig& cfg) {
   KVCacheSize s;
   s.n_layers = cfg.n_layers;
-  if (cfg.attention == "mla")
+  if (registry::attention(cfg).latent)
     s.per_token_per_layer = cfg.mla_kv_rank + mla_rope_dim(cfg);
   else
     s.per_token_per_layer = size_mul(2 * static_cast<int64_t>(cfg.kv_heads()), cfg.dim_head());
@@ -149,7 +148,7 @@ int64_t matmul_params(const ModelConfig& cfg) {
 ForwardFlops forward_flops(const ModelConfig& cfg, int64_t seq_len) {
   if (seq_len < 1) throw InputError(fmt::format("sequence length must be >= 1, got {}", seq_len));
   const int64_t T = seq_len, H = cfg.n_heads, D = cfg.dim_head();
-  const int64_t d_qk = D + (cfg.attention == "mla" ? mla_rope_dim(cfg) : 0), d_v = D;
+  const int64_t d_qk = D + (registry::attention(cfg).latent ? mla_rope_dim(cfg) : 0), d_v = D;
   const int64_t per_pair = size_mul(size_mul(2 * H, d_qk + d_v), cfg.n_layers);  // Q·Kᵀ and A·V, all layers
   ForwardFlops f;
   f.seq_len = T;
@@ -160,7 +159,7 @@ ForwardFlops forward_flops(const ModelConfig& cfg, int64_t seq_len) {
 }
 
 std::string attention_kind(const ModelConfig& m) {
-  if (m.attention == "mla") return "MLA";
+  if (registry::attention(m).latent) return "MLA";
   if (m.kv_heads() == m.n_heads) return "MHA";
   return m.kv_heads() == 1 ? "MQA" : "GQA";
 }

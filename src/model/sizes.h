@@ -92,9 +92,6 @@ int64_t matmul_params(const ModelConfig& cfg);
 // "MHA", "GQA", "MQA" (by n_kv_heads) or "MLA".
 std::string attention_kind(const ModelConfig& m);
 
-// True for the gated (GLU-family) FFNs: swiglu, geglu, reglu.
-bool is_gated_ffn(const std::string& ffn);
-
 // Parameter count of a config whose vocab_size may be auto (0): `vocab` fills it in.
 int64_t params_of(ModelConfig m, int vocab);
 // The FFN width (1 .. 16·d_model) that brings the parameter count closest to `target`, the

@@ -1,6 +1,6 @@
 #include "train/evaluate.h"
 
-#include "model/precision.h"
+#include "kernels/precision.h"
 
 #include <torch/torch.h>
 

@@ -16,9 +16,9 @@
 #include <map>
 #include <string>
 
-#include "model/checkpoint.h"
+#include "formats/checkpoint.h"
+#include "formats/safetensors.h"
 #include "model/lm.h"
-#include "model/safetensors.h"
 
 namespace lmx {
 

@@ -18,15 +18,15 @@
 #include "data/batch.h"
 #include "data/tokenizer.h"
 #include "dist/dist.h"
-#include "model/checkpoint.h"
+#include "formats/checkpoint.h"
+#include "kernels/precision.h"
 #include "model/loss.h"
 #include "model/memory.h"
 #include "train/optimizer.h"
-#include "model/precision.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
-#include "util/csv.h"
 #include "util/clock.h"
+#include "util/csv.h"
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -75,7 +75,9 @@ std::string bad_gradient_note(ModernLM& model) {
 std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const TrainConfig& t) {
   std::vector<torch::Tensor> decay, no_decay;
   for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  auto opts = torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.adam_eps);
+  // No learning rate here: the schedule owns it, and train_step writes it before every step
+  // (set_lr, its one writer). LibTorch's default stands until then.
+  auto opts = torch::optim::AdamWOptions().betas({t.beta1, t.beta2}).eps(t.adam_eps);
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
                                  torch::optim::AdamWOptions(opts).weight_decay(t.weight_decay)));

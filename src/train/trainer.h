@@ -79,7 +79,7 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 // forward, cross-entropy (kIgnore targets skipped), backward, clip to grad_clip, then the
 // AdamW step only when the loss and the gradient norm are finite (stepped = false otherwise;
 // the gradients are left for inspection). poison_loss multiplies the loss by NaN (tests).
-// precision "bf16": forward and loss under autocast (train/precision.h).
+// precision "bf16": forward and loss under autocast (kernels/precision.h).
 // Under dist::current() (data-parallel) the loss and gradients are those of the global batch:
 // token losses over the global token count (global_tokens, Batch::global_tokens; required
 // there), gradients sum-all-reduced across the ranks.

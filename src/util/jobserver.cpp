@@ -10,13 +10,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "util/env.h"
 #include "util/error.h"
 #include "util/signals.h"
 
 namespace lmx {
 
 std::optional<Jobserver> Jobserver::from_env() {
-  const char* path = std::getenv("LMX_JOBSERVER");
+  const char* path = env::get("LMX_JOBSERVER");
   if (!path || !*path) return std::nullopt;
   return std::optional<Jobserver>(std::in_place, path);
 }

@@ -13,11 +13,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "util/env.h"
 #include "util/error.h"
 
 namespace lmx::runtime {
@@ -87,7 +89,8 @@ int g_threads = 1;
 
 // LMX_BLAS_THREADS / LMX_TORCH_THREADS override the split (for measuring it).
 int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
+  // LMX_* through util/env.h; OMP_NUM_THREADS and the launchers' variables are theirs.
+  const char* v = std::strncmp(name, "LMX_", 4) == 0 ? env::get(name) : std::getenv(name);
   if (!v || !*v) return fallback;
   try {
     int n = std::stoi(v);
@@ -183,8 +186,7 @@ bool g_flushed = false;
 }
 
 bool flush_denormals() {
-  const char* keep = std::getenv("LMX_KEEP_DENORMALS");
-  if (keep && std::string(keep) == "1") return g_flushed = false;
+  if (env::text("LMX_KEEP_DENORMALS") == "1") return g_flushed = false;
   return g_flushed = at::globalContext().setFlushDenormal(true);
 }
 

@@ -1,7 +1,7 @@
 // Absolute positions added to the token embeddings: none (NoPE), sinusoidal (Vaswani et al.
 // 2017), learned (one trained vector per position up to max_seq_len).
 #pragma once
-#include "model/position.h"
+#include "model/position/position.h"
 
 namespace lmx {
 

@@ -5,7 +5,7 @@
 #pragma once
 #include <vector>
 
-#include "model/position.h"
+#include "model/position/position.h"
 
 namespace lmx {
 

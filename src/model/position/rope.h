@@ -13,7 +13,7 @@
 #pragma once
 #include <utility>
 
-#include "model/position.h"
+#include "model/position/position.h"
 
 namespace lmx {
 

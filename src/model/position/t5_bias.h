@@ -5,7 +5,7 @@
 // N/2 + ⌊ln(n/(N/2)) / ln(max_distance/(N/2)) · (N − N/2)⌋ (float32, as the reference),
 // capped at N − 1.
 #pragma once
-#include "model/position.h"
+#include "model/position/position.h"
 
 namespace lmx {
 

@@ -1,0 +1,28 @@
+# The layers as a build fact: a source under src/<layer>/ may include "<other>/..." only for a
+# layer at or below its own in LAYERS (bottom first). Run by the build before any layer compiles:
+#   cmake -DSRC=src -DLAYERS=util,config,... -DSTAMP=file -P cmake/check_layers.cmake
+# An upward include is an error naming the file, the line and what that layer may include.
+string(REPLACE "," ";" LAYERS "${LAYERS}")
+set(bad "")
+set(allowed "")
+foreach(layer ${LAYERS})
+  list(APPEND allowed ${layer})
+  file(GLOB_RECURSE files ${SRC}/${layer}/*.h ${SRC}/${layer}/*.cpp)
+  foreach(f ${files})
+    file(STRINGS ${f} lines REGEX "^#include \"[a-z_]+/")
+    foreach(line ${lines})
+      string(REGEX REPLACE "^#include \"([a-z_]+)/.*" "\\1" target "${line}")
+      list(FIND LAYERS ${target} known)
+      list(FIND allowed ${target} ok)
+      if(known GREATER -1 AND ok EQUAL -1)
+        file(RELATIVE_PATH rel ${SRC}/.. ${f})
+        string(REPLACE ";" ", " may "${allowed}")
+        string(APPEND bad "  ${rel}: ${line}: the ${layer} layer may include ${may} only\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "lmx: includes that reach up a layer (docs/DESIGN.md, Layers):\n${bad}")
+endif()
+file(TOUCH ${STAMP})

@@ -1,0 +1,57 @@
+// Component catalog: per component kind, one row per variant {name, description, traits}, free
+// of LibTorch, below every layer that needs it: config validation, `lmx list`, --help, the
+// parameter and memory arithmetic, the exporters and the probes read these rows. Code asks a
+// row's traits (registry::ffn(cfg).gated), never compares a component's name. The modules that
+// build each variant are model/registry.cpp's factory rows, one per name (a test checks that
+// both tables hold the same names in the same order).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace lmx::registry {
+
+enum class Kind { Ffn, Norm, Attention, Position };
+
+// What the code outside a component's own file needs to know about it. One struct for every
+// kind; a kind's rows set only the fields marked with it.
+struct Traits {
+  bool gated = false;         // ffn: W2·(φ(W1x) ⊙ W3x), three matrices (plain: two)
+  bool centered = false;      // norm: subtracts the mean and adds a bias β (two vectors; else γ only)
+  bool latent = false;        // attention: keys and values from one cached low-rank latent (MLA),
+                              //   not per-head K/V projections (no n_kv_heads, no K/V heads to pool)
+  bool rotary = false;        // position: rotates queries and keys (MLA's decoupled RoPE part needs it)
+  bool length_table = false;  // position: a learned table of max_seq_len rows (no longer sequences)
+  bool bucket_table = false;  // position: a learned bias per distance bucket and head (T5; t5_* fields)
+  bool llama = false;         // the variant Llama uses: the HF / GGUF exporters accept only these
+};
+
+struct Entry {
+  std::string name;
+  std::string description;
+  Traits traits;
+};
+
+const std::vector<Kind>& kinds();
+const char* kind_name(Kind kind);          // "ffn", "norm", "attention", "position"
+const std::vector<Entry>& entries(Kind kind);  // in table order
+std::vector<std::string> names(Kind kind);  // in table order
+// The row of `name`; an InputError naming the valid ones when there is none.
+const Entry& find(Kind kind, const std::string& name);
+
+// A row added at run time, after the built-in ones (a program or test that links lmx and brings
+// its own component; model/registry.h's add_ffn and friends add the factory with it). A name
+// that exists is a std::logic_error.
+void add(Kind kind, Entry entry);
+
+// The rows a model config chose.
+const Traits& ffn(const ModelConfig& m);
+const Traits& norm(const ModelConfig& m);
+const Traits& attention(const ModelConfig& m);
+const Traits& position(const ModelConfig& m);
+
+// The name of the variant Llama uses (Traits::llama) in a kind, for messages.
+std::string llama_name(Kind kind);
+
+}  // namespace lmx::registry

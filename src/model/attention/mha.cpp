@@ -1,0 +1,99 @@
+// Multi-head attention (Vaswani et al. 2017) with grouped KV heads: GQA (Ainslie et al.
+// 2023) for 1 < Hk < H, MQA (Shazeer 2019) for Hk = 1.
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "kernels/fused_attention.h"
+#include "model/attention/attention.h"
+#include "model/linear.h"
+#include "model/position/rope.h"
+
+namespace lmx {
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(const ModelConfig& cfg, std::shared_ptr<Position> position)
+    : n_heads_(cfg.n_heads), n_kv_heads_(cfg.kv_heads()), head_dim_(cfg.dim_head()) {
+  const int64_t C = cfg.d_model, H = n_heads_, Hk = n_kv_heads_, D = head_dim_;
+  q_proj = register_module("q_proj", make_linear(C, H * D, /*with_bias=*/cfg.bias));
+  k_proj = register_module("k_proj", make_linear(C, Hk * D, /*with_bias=*/cfg.bias));
+  v_proj = register_module("v_proj", make_linear(C, Hk * D, /*with_bias=*/cfg.bias));
+  o_proj = register_module("o_proj", make_linear(H * D, C, /*with_bias=*/cfg.bias));
+  attach_position(std::move(position));
+}
+
+// q, k and v come from one matmul with the three weights stacked at compute time (the
+// parameters, and so checkpoints, keep the separate q_proj / k_proj / v_proj names).
+// Without a cache and without a score bias, float32 on the CPU, the fused attention kernel
+// (kernels/fused_attention.h) does RoPE, the causal softmax and both matmuls in one autograd
+// op; with a cache it serves inference; anything else takes the plain LibTorch path.
+torch::Tensor MultiHeadAttentionImpl::qkv(const torch::Tensor& x) {
+  auto w = torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}, 0);  // ((H + 2Hk)·D, C)
+  auto b = q_proj->bias.defined() ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : torch::Tensor();
+  return linear_2d(x, w, b).view({x.size(0), x.size(1), n_heads_ + 2 * n_kv_heads_, head_dim_});
+}
+
+bool MultiHeadAttentionImpl::rotate_only() const {
+  auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
+  return rope ? rope->dim() == head_dim_ : !position_->has_score_bias();
+}
+
+bool MultiHeadAttentionImpl::takes_packed(const torch::Tensor& x) const {
+  return rotate_only() && fused_attention_supported(x, head_dim_);
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward_packed(const torch::Tensor& x, const std::vector<int64_t>& lengths) {
+  if (!takes_packed(x)) return Attention::forward_packed(x, lengths);
+  const int64_t N = x.size(1), H = n_heads_, D = head_dim_;
+  torch::Tensor cos, sin;
+  auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
+  if (rope) std::tie(cos, sin) = rope->tables(*std::max_element(lengths.begin(), lengths.end()), x.device());
+  auto y = fused_causal_attention(qkv(x), H, n_kv_heads_, 1.0 / std::sqrt(static_cast<double>(D)), cos, sin,
+                                  rope && rope->interleaved(), lengths);  // (1, N, H, D)
+  return linear_2d(y.view({1, N, H * D}), o_proj);
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t start,
+                                              std::vector<torch::Tensor>* cache) {
+  const int64_t B = x.size(0), T = x.size(1), H = n_heads_, Hk = n_kv_heads_, D = head_dim_;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  auto qkv = this->qkv(x);  // (B, T, H + 2Hk, D)
+
+  auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
+  if (takes_packed(x)) {  // the fused kernel's case
+    if (!cache) {
+      torch::Tensor cos, sin;
+      if (rope) std::tie(cos, sin) = rope->tables(start + T, x.device());
+      if (start > 0) cos = cos.defined() ? cos.slice(0, start) : cos, sin = sin.defined() ? sin.slice(0, start) : sin;
+      auto y = fused_causal_attention(qkv, H, Hk, scale, cos, sin, rope && rope->interleaved());  // (B, T, H, D)
+      return linear_2d(y.view({B, T, H * D}), o_proj);
+    }
+    if (!torch::GradMode::is_enabled()) {
+      auto q = position_->rotate(qkv.narrow(2, 0, H).transpose(1, 2), start);  // (B, H, T, D)
+      auto k = position_->rotate(qkv.narrow(2, H, Hk).transpose(1, 2), start);  // (B, Hk, T, D)
+      k = append_to_cache(cache, 0, k, /*dim=*/2);                               // (B, Hk, Tk, D)
+      auto v = append_to_cache(cache, 1, qkv.narrow(2, H + Hk, Hk).transpose(1, 2), /*dim=*/2);
+      auto y = fused_attention_inference(q, k, v, scale, start);  // (B, T, H, D)
+      return linear_2d(y.view({B, T, H * D}), o_proj);
+    }
+  }
+
+  auto q = qkv.narrow(2, 0, H).transpose(1, 2);         // (B, H, T, D)
+  auto k = qkv.narrow(2, H, Hk).transpose(1, 2);        // (B, Hk, T, D)
+  auto v = qkv.narrow(2, H + Hk, Hk).transpose(1, 2);   // (B, Hk, T, D)
+  q = position_->rotate(q, start);
+  k = position_->rotate(k, start);
+  if (cache) {
+    k = append_to_cache(cache, 0, k, /*dim=*/2);  // (B, Hk, Tk, D)
+    v = append_to_cache(cache, 1, v, /*dim=*/2);
+  }
+  const int64_t Tk = k.size(2);
+  if (Hk != H) {  // query head h reads KV head h / (H / Hk)
+    k = k.repeat_interleave(H / Hk, /*dim=*/1);  // (B, H, Tk, D)
+    v = v.repeat_interleave(H / Hk, /*dim=*/1);
+  }
+  auto bias = position_->score_bias(start, T, Tk, x.device());  // (H, T, Tk) or undefined
+  auto y = causal_attention(q, k, v, bias, scale, start);        // (B, H, T, D)
+  return linear_2d(y.transpose(1, 2).reshape({B, T, H * D}), o_proj);       // (B, T, C)
+}
+
+}  // namespace lmx
