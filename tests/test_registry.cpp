@@ -70,7 +70,7 @@ TEST_CASE("a component added at run time is validated, counted and built like a 
     registry::add_ffn({"relu2", "W2·relu(W1x)² (Primer)", {}},
                       [](const ModelConfig& c) -> std::shared_ptr<Ffn> { return std::make_shared<SquaredReluFfnImpl>(c); });
   CHECK(registry::names(registry::Kind::Ffn).back() == "relu2");
-  CHECK_THROWS_WITH(parse_config("model:\n  ffn: relu3\n", "toy.yaml"), Catch::Contains("did you mean 'relu2'?"));
+  CHECK_THROWS_WITH(parse_config("model:\n  ffn: relu22\n", "toy.yaml"), Catch::Contains("did you mean 'relu2'?") && Catch::Contains("reglu, relu2"));
   Config c = parse_config("model:\n  ffn: relu2\n  vocab_size: 11\n  d_model: 16\n  d_ff: 24\n", "toy.yaml");
   torch::manual_seed(0);
   ModernLM model(c.model);
