@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <cstring>
 
 #include "util/env.h"
 #include "util/error.h"
@@ -102,8 +101,7 @@ Env read_env(const GetEnv& getenv) {
 }
 
 Env read_env() {
-  // LMX_DIST through util/env.h; the launchers' variables are theirs.
-  return read_env([](const char* name) { return std::strncmp(name, "LMX_", 4) == 0 ? lmx::env::get(name) : std::getenv(name); });
+  return read_env(lmx::env::any);
 }
 
 std::chrono::milliseconds timeout_from_env() {

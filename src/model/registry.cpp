@@ -121,22 +121,20 @@ std::shared_ptr<Position> make_position(const ModelConfig& cfg) {
 
 namespace registry {
 
-void add_ffn(Entry entry, FfnMake make) {
-  ffn_table().push_back({entry.name, make});
-  add(Kind::Ffn, std::move(entry));
+namespace {
+// The catalog row first: it refuses a name that exists before the factory row is added.
+template <class Make>
+void add_row(Kind kind, std::vector<Row<Make>>& table, Entry entry, Make make) {
+  const std::string name = entry.name;
+  add(kind, std::move(entry));
+  table.push_back({name, make});
 }
-void add_norm(Entry entry, NormMake make) {
-  norm_table().push_back({entry.name, make});
-  add(Kind::Norm, std::move(entry));
-}
-void add_attention(Entry entry, AttentionMake make) {
-  attention_table().push_back({entry.name, make});
-  add(Kind::Attention, std::move(entry));
-}
-void add_position(Entry entry, PositionMake make) {
-  position_table().push_back({entry.name, make});
-  add(Kind::Position, std::move(entry));
-}
+}  // namespace
+
+void add_ffn(Entry entry, FfnMake make) { add_row(Kind::Ffn, ffn_table(), std::move(entry), make); }
+void add_norm(Entry entry, NormMake make) { add_row(Kind::Norm, norm_table(), std::move(entry), make); }
+void add_attention(Entry entry, AttentionMake make) { add_row(Kind::Attention, attention_table(), std::move(entry), make); }
+void add_position(Entry entry, PositionMake make) { add_row(Kind::Position, position_table(), std::move(entry), make); }
 
 std::vector<std::string> factory_names(Kind kind) {
   switch (kind) {

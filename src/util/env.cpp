@@ -31,6 +31,8 @@ const char* get(const char* name) {
   throw std::logic_error(std::string("env::get: ") + name + " is not in util/env.cpp's table");
 }
 
+const char* any(const char* name) { return std::strncmp(name, "LMX_", 4) == 0 ? get(name) : std::getenv(name); }
+
 std::string text(const char* name) {
   const char* v = get(name);
   return v ? v : "";

@@ -23,4 +23,8 @@ const char* get(const char* name);
 // The value as a string ("" when unset or empty).
 std::string text(const char* name);
 
+// Any variable: an LMX_ one through the table (get), another program's (OMP_NUM_THREADS, the
+// launchers' RANK, ...) as it is. For readers that take both kinds of name.
+const char* any(const char* name);
+
 }  // namespace lmx::env

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -89,8 +88,7 @@ int g_threads = 1;
 
 // LMX_BLAS_THREADS / LMX_TORCH_THREADS override the split (for measuring it).
 int env_int(const char* name, int fallback) {
-  // LMX_* through util/env.h; OMP_NUM_THREADS and the launchers' variables are theirs.
-  const char* v = std::strncmp(name, "LMX_", 4) == 0 ? env::get(name) : std::getenv(name);
+  const char* v = env::any(name);
   if (!v || !*v) return fallback;
   try {
     int n = std::stoi(v);
