@@ -237,6 +237,8 @@ TEST_CASE("probe kv-decode: cached decoding equals recomputation — cache shrin
     const auto& rw = t.rows.at(heads == "4" ? 0 : heads == "2" ? 1 : 2);
     CHECK(rw.at(1) == heads);
     CHECK(num(t, rw, "max |Δlogits|") < 1e-4);
+    // The inference engine computes the module path's cached logits bit for bit (test_decoder.cpp).
+    CHECK(rw.at(col_of(t, "engine max |Δlogits|")) == rw.at(col_of(t, "max |Δlogits|")));
     CHECK(num(t, rw, "cache numbers (all layers)") == numbers);  // 2 · Hk · 16 · 2 layers · 48 tokens
     CHECK(num(t, rw, "sizes.h") == numbers);
   }

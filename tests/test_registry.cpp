@@ -26,7 +26,9 @@
 #include "util/env.h"
 
 using namespace lmx;
-using namespace lmx::test;
+using lmx::test::read_file;
+using lmx::test::run_shell;
+using lmx::test::source_path;
 
 namespace {
 

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <utility>
 
 #include "cli/app.h"
 #include "config/config.h"
 #include "config/registry.h"
 #include "data/corpus.h"
+#include "infer/decoder.h"
 #include "kernels/gemm.h"
 #include "kernels/precision.h"
 #include "model/lm.h"
@@ -106,14 +108,21 @@ int run_peak(const BenchOptions& a) {
 }
 
 // Tokens per second decoding `len` tokens one at a time (batch 1, teacher-forced on a fixed
-// random sequence, no sampling): with the KV cache (one token per forward) or recomputing
-// the whole prefix at every step.
+// random sequence, no sampling): with the KV cache (one token per forward; on the inference
+// engine, infer/decoder.h, where it runs the model, built before the clock starts, as llama.cpp
+// times its eval after loading) or recomputing the whole prefix at every step.
 double decode_tokens_per_s(ModernLM& model, int64_t len, int64_t vocab, bool cached) {
   torch::NoGradGuard no_grad;
   model->eval();
   auto tokens = torch::randint(vocab, {1, len}, torch::kInt64);
+  std::unique_ptr<infer::Decoder> engine;
+  if (cached && infer::Decoder::unsupported(model).empty()) engine = std::make_unique<infer::Decoder>(model, len);
   auto t0 = Clock::now();
-  if (cached) {
+  if (engine) {
+    const int64_t* tok = tokens.data_ptr<int64_t>();
+    engine->prefill({tok[0]});
+    for (int64_t t = 1; t < len; ++t) engine->step(tok[t]);
+  } else if (cached) {
     KVCache cache;
     for (int64_t t = 0; t < len; ++t) model->forward(tokens.slice(1, t, t + 1), &cache);
   } else {
@@ -252,7 +261,8 @@ int bench_training(const BenchOptions& a, const Globals& g) {
 
   Table t{{"config", "threads", "torch_threads", "blas_threads", "batch", "seq_len", "vocab", "params", "steps", "ms_per_step", "tokens_per_s",
            "gflop_per_step", "gflops", "peak_gflops", "mfu", "peak_rss_mib", "decode_len", "decode_kv_tok_s",
-           "decode_recompute_tok_s", "kv_speedup", "final_loss", "blas_kernels", "blas_kernels_from", "gemm"},
+           "decode_recompute_tok_s", "kv_speedup", "final_loss", "blas_kernels", "blas_kernels_from", "gemm",
+           "decode_path"},
           {}};
   t.add({cfg.name, std::to_string(runtime::threads()), std::to_string(runtime::torch_threads()),
          std::to_string(runtime::blas_threads()), std::to_string(B), std::to_string(T), std::to_string(V),
@@ -262,7 +272,8 @@ int bench_training(const BenchOptions& a, const Globals& g) {
          fmt::format("{:.1f}", train_rss), a.no_decode ? "" : std::to_string(a.decode_len),
          a.no_decode ? "" : fmt::format("{:.0f}", dec_cached), a.no_decode ? "" : fmt::format("{:.0f}", dec_full),
          a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss),
-         blas.core, kernels_from(blas), gemm::name(gemm::active())});
+         blas.core, kernels_from(blas), gemm::name(gemm::active()),
+         a.no_decode ? "" : (infer::Decoder::unsupported(model).empty() ? "engine" : "modules")});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;

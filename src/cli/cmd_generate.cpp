@@ -1,17 +1,20 @@
-// lmx generate CHECKPOINT: a sampled (or greedy) continuation of a prompt, with the KV cache
-// unless --no-cache.
+// lmx generate CHECKPOINT: a sampled (or greedy) continuation of a prompt, on the inference
+// engine (infer/decoder.h) where it runs the model, else through the modules with the KV cache
+// (--no-cache: recomputing the prefix at every token).
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <memory>
 
 #include "cli/app.h"
 #include "cli/common.h"
 #include "config/config.h"
 #include "data/corpus.h"
 #include "formats/checkpoint.h"
+#include "infer/decoder.h"
 #include "train/trainer.h"
 #include "util/log.h"
 
@@ -23,15 +26,16 @@ struct GenerateOptions {
   double temperature = 1.0;
   bool no_cache = false;
   bool ignore_eos = false;
+  bool module_path = false;
 };
 
 namespace {
 
-// The next token from the last position's logits (V): greedy at temperature 0, else sampled
-// among the top-k (all for 0).
-int64_t next_token(torch::Tensor logits, const GenerateOptions& o) {
-  if (o.temperature == 0) return logits.argmax().item<int64_t>();
-  logits = logits / o.temperature;
+// The next token from the last position's logits (V floats): greedy at temperature 0, else
+// sampled among the top-k (all for 0).
+int64_t next_token(const float* row, int64_t V, const GenerateOptions& o) {
+  if (o.temperature == 0) return infer::argmax(row, V);
+  auto logits = torch::from_blob(const_cast<float*>(row), {V}, torch::kFloat32) / o.temperature;
   if (o.top_k > 0 && o.top_k < logits.size(0)) {
     auto kth = std::get<0>(logits.topk(o.top_k)).min();
     logits = logits.masked_fill(logits < kth, -INFINITY);
@@ -40,21 +44,38 @@ int64_t next_token(torch::Tensor logits, const GenerateOptions& o) {
 }
 
 // Appends up to o.max_new tokens to tokens (stops at <eos> unless --ignore-eos, and at the
-// model's max_seq_len).
+// model's max_seq_len): on the inference engine (infer/decoder.h) where it runs the model, else
+// (or with --module-path / --no-cache) through the modules, a KVCache or full recomputation.
 // Returns the seconds after the first new token (which carries the prompt).
 double continue_tokens(ModernLM& model, const GenerateOptions& o, int max_seq_len, int32_t eos, data::Doc& tokens) {
+  const int64_t V = model->head_weight().size(0);
+  std::unique_ptr<infer::Decoder> engine;
+  if (!o.no_cache && !o.module_path) {
+    if (const auto why = infer::Decoder::unsupported(model); why.empty())
+      engine = std::make_unique<infer::Decoder>(
+          model, std::min<int64_t>(max_seq_len, static_cast<int64_t>(tokens.size()) + o.max_new));
+    else
+      log::info("generate", "decoding through the modules: {}", why);
+  }
   KVCache cache;
+  torch::Tensor row;  // the module path's logits, kept alive while read
   auto first = std::chrono::steady_clock::now();  // set when the first token (with the prompt) is out
   for (int i = 0; i < o.max_new && static_cast<int>(tokens.size()) < max_seq_len; ++i) {
-    torch::Tensor input;
-    if (o.no_cache || i == 0) {
-      input = torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end())).unsqueeze(0);
-      if (!o.no_cache) cache.clear();
+    const float* logits = nullptr;
+    if (engine) {
+      logits = i == 0 ? engine->prefill(std::vector<int64_t>(tokens.begin(), tokens.end())) : engine->step(tokens.back());
     } else {
-      input = torch::tensor({static_cast<int64_t>(tokens.back())}).unsqueeze(0);
+      torch::Tensor input;
+      if (o.no_cache || i == 0) {
+        input = torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end())).unsqueeze(0);
+        if (!o.no_cache) cache.clear();
+      } else {
+        input = torch::tensor({static_cast<int64_t>(tokens.back())}).unsqueeze(0);
+      }
+      row = model->forward(input, o.no_cache ? nullptr : &cache).select(1, -1).squeeze(0).contiguous();  // (V)
+      logits = row.data_ptr<float>();
     }
-    auto logits = model->forward(input, o.no_cache ? nullptr : &cache).select(1, -1).squeeze(0);  // (V)
-    const int64_t next = next_token(logits, o);
+    const int64_t next = next_token(logits, V, o);
     tokens.push_back(static_cast<int32_t>(next));
     if (i == 0) first = std::chrono::steady_clock::now();
     if (next == eos && !o.ignore_eos) break;
@@ -99,6 +120,9 @@ void add_generate_command(CLI::App& app, Globals& g) {
   cmd->add_option("--temperature", o->temperature, "sampling temperature; 0 = greedy")->check(NonNegative);
   cmd->add_option("--top-k", o->top_k, "sample among the k most likely tokens; 0 = all")->check(NonNegative);
   cmd->add_flag("--no-cache", o->no_cache, "recompute the whole prefix at every step");
+  cmd->add_flag("--module-path", o->module_path,
+                "decode through the model's modules with a KVCache (the reference the inference engine matches "
+                "bit for bit) instead of the engine");
   cmd->add_flag("--ignore-eos", o->ignore_eos,
                 "go on past <eos> to --max-new tokens (or max_seq_len), as llama.cpp's --ignore-eos: runs of "
                 "equal length for speed comparisons");

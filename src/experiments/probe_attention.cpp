@@ -10,6 +10,7 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "experiments/probe.h"
+#include "infer/decoder.h"
 #include "model/attention/attention.h"
 #include "model/lm.h"
 #include "model/sizes.h"
@@ -51,7 +52,7 @@ ProbeResult probe_kv_decode(const ProbeOptions& opt) {
   }
   torch::NoGradGuard no_grad;
   Table t;
-  t.header = {"attention", "n_kv_heads", "max |Δlogits|", "max |logits|", "cached per token per layer",
+  t.header = {"attention", "n_kv_heads", "max |Δlogits|", "engine max |Δlogits|", "max |logits|", "cached per token per layer",
               "cache numbers (all layers)", "sizes.h", "cache bytes (float32)", "bytes per token (BF16)"};
   for (int k : kv_heads) {
     ModelConfig m = cfg.model;
@@ -64,11 +65,22 @@ ProbeResult probe_kv_decode(const ProbeOptions& opt) {
     std::vector<torch::Tensor> steps;
     for (int64_t i = 0; i < opt.len; ++i) steps.push_back(model->forward(tokens.slice(1, i, i + 1), &cache));  // (1, 1, V)
     auto incremental = torch::cat(steps, 1);  // (1, T, V)
+    // The inference engine (infer/decoder.h) where it runs the model: its logits, token by token.
+    std::string engine_delta = "—";
+    if (infer::Decoder::unsupported(model).empty()) {
+      infer::Decoder engine(model, opt.len);
+      const int64_t* tok = tokens.data_ptr<int64_t>();
+      const int64_t V = engine.vocab();
+      auto row = [V](const float* p) { return torch::from_blob(const_cast<float*>(p), {1, 1, V}, torch::kFloat32).clone(); };
+      std::vector<torch::Tensor> rows = {row(engine.prefill({tok[0]}))};
+      for (int64_t i = 1; i < opt.len; ++i) rows.push_back(row(engine.step(tok[i])));
+      engine_delta = sci(max_abs(full, torch::cat(rows, 1)));
+    }
     const KVCacheSize size = kv_cache_size(m);
     int64_t bytes = 0;
     for (const auto& layer : cache.layers)
       for (const auto& c : layer) bytes += c.numel() * c.element_size();
-    t.add({attention_kind(m), std::to_string(m.kv_heads()), sci(max_abs(full, incremental)),
+    t.add({attention_kind(m), std::to_string(m.kv_heads()), sci(max_abs(full, incremental)), engine_delta,
            fixed(full.abs().max().item<double>(), 4), std::to_string(model->attention(0)->cached_per_token()),
            std::to_string(cache.numel()), std::to_string(size.per_token() * opt.len), std::to_string(bytes),
            std::to_string(size.bytes_per_token(dtype_bytes("bf16")))});

@@ -145,7 +145,14 @@ Operands operands(const torch::Tensor& x, const torch::Tensor& w, bool bf16) {
 // y (M, N) = x·wᵀ (+ bias), float32.
 torch::Tensor forward_gemm(const Operands& o, const torch::Tensor& bias) {
   auto y = torch::empty({o.x.size(0), o.w.size(0)}, o.x.options().dtype(torch::kFloat32));
-  if (bias.defined() && bias.numel() > 0) {
+  const bool with_bias = bias.defined() && bias.numel() > 0;
+  if (o.x.scalar_type() == torch::kFloat32 && onednn_on()) {
+    const auto b = with_bias ? bias.contiguous() : bias;
+    linear_rows(o.x.data_ptr<float>(), o.w.data_ptr<float>(), with_bias ? b.data_ptr<float>() : nullptr,
+                y.data_ptr<float>(), y.size(0), y.size(1), o.x.size(1));
+    return y;
+  }
+  if (with_bias) {
     y.copy_(bias.expand_as(y));  // the GEMM adds onto the bias (β = 1), as addmm does
     gemm_any(o.x, false, o.w, true, y, 1.0f);
   } else {
@@ -213,24 +220,42 @@ std::string describe() {
 
 bool takes(const torch::Tensor& x) { return onednn_on() && fused_kernels_take(x); }
 
+namespace {
+
+// c (M, N; row stride ldc) = op(a)·op(b) + beta·c on oneDNN's sgemm, row-major.
+void onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float beta, float* c, int64_t ldc) {
+#if LMX_WITH_ONEDNN
+  const dnnl_status_t st = at_threads(
+      [&] { return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, a, lda, b, ldb, beta, c, ldc); });
+  if (st != dnnl_success)
+    throw std::runtime_error(fmt::format("oneDNN sgemm ({}x{}x{}) failed with status {}; LMX_GEMM=torch uses LibTorch's",
+                                         M, N, K, static_cast<int>(st)));
+#else
+  (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)a, (void)lda, (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+  throw std::logic_error("gemm: lmx was built without oneDNN");
+#endif
+}
+
+}  // namespace
+
 void sgemm(const torch::Tensor& a, bool ta, const torch::Tensor& b, bool tb, torch::Tensor& out, float beta,
            Backend be) {
-#if LMX_WITH_ONEDNN
   if (be == Backend::onednn) {
     const int64_t M = out.size(0), N = out.size(1), K = ta ? a.size(0) : a.size(1);
     TORCH_CHECK(a.stride(1) == 1 && b.stride(1) == 1 && out.stride(1) == 1, "gemm::sgemm: rows must be contiguous");
-    const dnnl_status_t st = at_threads([&] {
-      return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, a.data_ptr<float>(), a.stride(0),
-                        b.data_ptr<float>(), b.stride(0), beta, out.data_ptr<float>(), out.stride(0));
-    });
-    if (st != dnnl_success)
-      throw std::runtime_error(fmt::format("oneDNN sgemm ({}x{}x{}) failed with status {}; LMX_GEMM=torch uses LibTorch's",
-                                           M, N, K, static_cast<int>(st)));
+    onednn_sgemm(ta, tb, M, N, K, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0), beta,
+                 out.data_ptr<float>(), out.stride(0));
     return;
   }
-#endif
-  if (be == Backend::onednn) throw std::logic_error("gemm::sgemm: lmx was built without oneDNN");
   out.addmm_(ta ? a.t() : a, tb ? b.t() : b, beta, 1.0f);
+}
+
+void linear_rows(const float* x, const float* w, const float* bias, float* y, int64_t M, int64_t N, int64_t K) {
+  if (!onednn_on()) throw std::logic_error("gemm::linear_rows: the oneDNN backend is off");
+  if (bias)
+    for (int64_t r = 0; r < M; ++r) std::memcpy(y + r * N, bias, N * sizeof(float));
+  onednn_sgemm(false, true, M, N, K, x, K, w, K, bias ? 1.0f : 0.0f, y, N);
 }
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {

@@ -64,6 +64,12 @@ bool bf16_on();  // a Bf16Scope is alive on this thread
 // x (float32) rounded to bfloat16, nearest even (contiguous result).
 torch::Tensor to_bf16(const torch::Tensor& x);
 
+// The float32 forward of linear() on raw pointers, for the inference engine (infer/decoder.h):
+// y (M, N) = x (M, K)·wᵀ (w (N, K)) + bias (N; null: none), rows contiguous. The same oneDNN
+// sgemm call linear() makes (onto the bias, β = 1, as addmm), so the same bits. Only where
+// active() is oneDNN (a logic_error elsewhere).
+void linear_rows(const float* x, const float* w, const float* bias, float* y, int64_t M, int64_t N, int64_t K);
+
 // What one linear layer's GEMMs cost without autograd, for lmx bench --breakdown: the forward
 // (onto the bias), the input and weight gradients and the bias's column sum, with the
 // conversions to bfloat16 that linear() and its backward make when bf16_on().

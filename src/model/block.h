@@ -34,6 +34,7 @@ class BlockImpl : public torch::nn::Module {
   std::shared_ptr<Attention> self_attn;
   std::shared_ptr<Ffn> mlp;
   std::shared_ptr<Norm> input_layernorm, post_attention_layernorm;
+  bool pre_norm() const { return pre_norm_; }
 
  private:
   bool pre_norm_;

@@ -40,6 +40,7 @@ class PlainFfnImpl : public Ffn {
  public:
   PlainFfnImpl(const ModelConfig& cfg, Activation act);
   torch::Tensor forward(const torch::Tensor& x) override;
+  kernels::ActOp op() const { return {act_, static_cast<float>(beta_)}; }  // φ as the fused kernel takes it
 
   torch::nn::Linear up_proj{nullptr}, down_proj{nullptr};
 
@@ -54,6 +55,7 @@ class GatedFfnImpl : public Ffn {
  public:
   GatedFfnImpl(const ModelConfig& cfg, Activation act);
   torch::Tensor forward(const torch::Tensor& x) override;
+  kernels::ActOp op() const { return {act_, static_cast<float>(beta_)}; }  // φ as the fused kernel takes it
 
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 

@@ -111,7 +111,7 @@ torch::Tensor ModernLMImpl::run(const torch::Tensor& tokens, KVCache* cache, con
   const int64_t start = cache ? cache->length : 0;
   if (cache && cache->layers.size() != p.layers.size()) cache->layers.resize(p.layers.size());
   auto x = embed_tokens(p.embed_tokens->weight, tokens);  // (B, T, C)
-  if (cfg_.embed_scale == "sqrt_d") x = x * std::sqrt(static_cast<double>(cfg_.d_model));
+  if (const double s = embedding_scale()) x = x * s;
   if (lengths) {  // each sequence's tokens at positions [0, length)
     std::vector<int64_t> pos;
     pos.reserve(tokens.size(1));
@@ -137,5 +137,14 @@ torch::Tensor ModernLMImpl::run(const torch::Tensor& tokens, KVCache* cache, con
 std::shared_ptr<Attention> ModernLMImpl::attention(int64_t layer) const { return parts_->layers.at(layer)->self_attn; }
 std::shared_ptr<Ffn> ModernLMImpl::ffn(int64_t layer) const { return parts_->layers.at(layer)->mlp; }
 int64_t ModernLMImpl::n_layers() const { return static_cast<int64_t>(parts_->layers.size()); }
+std::shared_ptr<BlockImpl> ModernLMImpl::block(int64_t layer) const { return parts_->layers.at(layer); }
+std::shared_ptr<Position> ModernLMImpl::position() const { return parts_->position; }
+std::shared_ptr<Norm> ModernLMImpl::final_norm() const { return parts_->norm; }
+torch::Tensor ModernLMImpl::token_embeddings() const { return parts_->embed_tokens->weight; }
+torch::Tensor ModernLMImpl::head_weight() const { return parts_->lm_head->weight; }
+torch::Tensor ModernLMImpl::head_bias() const { return parts_->lm_head->bias; }
+double ModernLMImpl::embedding_scale() const {
+  return cfg_.embed_scale == "sqrt_d" ? std::sqrt(static_cast<double>(cfg_.d_model)) : 0.0;
+}
 
 }  // namespace lmx

@@ -33,7 +33,10 @@
 namespace lmx {
 
 class Attention;
+class BlockImpl;
 class Ffn;
+class Norm;
+class Position;
 
 // Incremental-decoding state: one entry per layer, owned by the attention variant
 // (K/V for MHA/GQA/MQA, the latent plus the RoPE key part for MLA).
@@ -72,6 +75,19 @@ class ModernLMImpl : public torch::nn::Module {
   std::shared_ptr<Attention> attention(int64_t layer) const;
   std::shared_ptr<Ffn> ffn(int64_t layer) const;
   int64_t n_layers() const;
+
+  // The parts, for the inference engine (infer/decoder.h), which compiles them into flat buffers:
+  // layer i's block, the model-level position scheme (absolute ones add to the embeddings), the
+  // final norm (pre-norm only, else null), the token embeddings (V, C) and the output head's
+  // weight (V, C; the embeddings when tied) and bias (undefined without).
+  std::shared_ptr<BlockImpl> block(int64_t layer) const;
+  std::shared_ptr<Position> position() const;
+  std::shared_ptr<Norm> final_norm() const;
+  torch::Tensor token_embeddings() const;
+  torch::Tensor head_weight() const;
+  torch::Tensor head_bias() const;
+  // What the token embeddings are multiplied by: √C with model.embed_scale sqrt_d; 0 for none.
+  double embedding_scale() const;
 
   // Probe: with keep_stream set, forward keeps the residual stream after the last block
   // (what the final norm of a pre-norm model, or the head of a post-norm one, reads) and the

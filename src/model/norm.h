@@ -27,6 +27,7 @@ class LayerNormImpl : public Norm {
   LayerNormImpl(int64_t dim, double eps);
   torch::Tensor forward(const torch::Tensor& x) override;
   std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& a) override;
+  double eps() const { return eps_; }
 
   torch::Tensor weight, bias;  // (C) γ, β
 
@@ -41,6 +42,7 @@ class RMSNormImpl : public Norm {
   RMSNormImpl(int64_t dim, double eps);
   torch::Tensor forward(const torch::Tensor& x) override;
   std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& a) override;
+  double eps() const { return eps_; }
 
   torch::Tensor weight;  // (C) γ
 

@@ -32,6 +32,8 @@ class Attention : public torch::nn::Module {
   virtual torch::Tensor forward_packed(const torch::Tensor& x, const std::vector<int64_t>& lengths);
   // Numbers cached per token (all heads) by this layer: MHA 2·Hk·D, MLA r + R.
   virtual int64_t cached_per_token() const = 0;
+  // The layer's position scheme (the inference engine, infer/decoder.h, reads its tables).
+  const std::shared_ptr<Position>& position() const { return position_; }
 
  protected:
   // Keeps the position scheme; registers a per-layer one with parameters under its HF name.

@@ -1,0 +1,368 @@
+#include "infer/decoder.h"
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "kernels/cpu_kernels.h"
+#include "kernels/fused_attention.h"
+#include "kernels/gemm.h"
+#include "model/attention/attention.h"
+#include "model/block.h"
+#include "model/ffn.h"
+#include "model/norm.h"
+#include "model/position/absolute.h"
+#include "model/position/rope.h"
+
+namespace lmx::infer {
+
+namespace {
+
+// A float32 copy of t, contiguous, that no module shares (the snapshot).
+torch::Tensor own(const torch::Tensor& t) { return t.detach().to(torch::kFloat32).contiguous().clone(); }
+float* ptr(const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+
+// Whether the engine knows this position scheme: it adds a table (none, sinusoidal, learned)
+// or rotates (RoPE).
+bool known_position(const Position* p) {
+  return dynamic_cast<const NoPositionImpl*>(p) || dynamic_cast<const SinusoidalPositionImpl*>(p) ||
+         dynamic_cast<const LearnedPositionImpl*>(p) || dynamic_cast<const RoPEImpl*>(p);
+}
+bool known_norm(const Norm* n) { return dynamic_cast<const LayerNormImpl*>(n) || dynamic_cast<const RMSNormImpl*>(n); }
+bool known_ffn(const Ffn* f) { return dynamic_cast<const PlainFfnImpl*>(f) || dynamic_cast<const GatedFfnImpl*>(f); }
+
+}  // namespace
+
+// (Named, not anonymous: Decoder::Impl holds them; see lm.cpp's lm_parts.)
+namespace compiled {
+
+// A norm as the fused kernel takes it.
+struct NormW {
+  kernels::NormFn fn = nullptr;
+  torch::Tensor w, b;  // b: LayerNorm's shift
+  float eps = 0;
+
+  explicit NormW(const std::shared_ptr<Norm>& n) {
+    const auto& k = kernels::norm_kernels();
+    if (auto* ln = dynamic_cast<const LayerNormImpl*>(n.get())) {
+      fn = k.layernorm_forward, w = own(ln->weight), b = own(ln->bias), eps = static_cast<float>(ln->eps());
+    } else {
+      const auto& rms = dynamic_cast<const RMSNormImpl&>(*n);
+      fn = k.rmsnorm_forward, w = own(rms.weight), eps = static_cast<float>(rms.eps());
+    }
+  }
+  // y = N(x + a) (a null: N(x)), h = x + a (where a is not null), one row of C; stats: 2 floats
+  // (the row's mean and 1/σ or 1/rms, which only a backward would read).
+  void operator()(const float* x, const float* a, float* h, float* y, float* stats, int64_t C) const {
+    kernels::NormArgs args{x, a, ptr(w), ptr(b), h, y, b.defined() ? stats : nullptr, stats + 1, C, eps};
+    fn(args, 0, 1);
+  }
+};
+
+// One block, compiled.
+struct LayerW {
+  NormW in, post;  // input_layernorm, post_attention_layernorm
+  torch::Tensor wqkv, bqkv, wo, bo;  // q|k|v stacked ((H + 2Hk)·D, C), o (C, H·D)
+  bool rope = false;
+  torch::Tensor k, v;  // the cache: (Hk, max_len, D) each, keys after RoPE
+  bool gated = false;
+  kernels::ActOp act;
+  torch::Tensor w1, b1, w2, b2;  // gate|up stacked (2F, C) or up (F, C); down (C, F)
+  int64_t F = 0;
+
+  LayerW(const BlockImpl& block) : in(block.input_layernorm), post(block.post_attention_layernorm) {}
+};
+
+}  // namespace compiled
+using compiled::LayerW;
+using compiled::NormW;
+
+namespace {
+
+// y (N) = x (K)·wᵀ + b for a weight (N, K).
+void linear(const float* x, const torch::Tensor& w, const torch::Tensor& b, float* y) {
+  gemm::linear_rows(x, ptr(w), ptr(b), y, 1, w.size(0), w.size(1));
+}
+
+}  // namespace
+
+struct Decoder::Impl {
+  ModernLM model{nullptr};
+  int64_t C, H, Hk, D, V, T;  // T: max_len
+  bool pre_norm;
+  float embed_scale;  // 0: none
+  torch::Tensor embed, positions, head_w, head_b;  // positions: (T, C) added, or undefined
+  torch::Tensor cos, sin;                          // RoPE (T, D/2), or undefined
+  bool interleaved = false;
+  std::unique_ptr<NormW> final_norm;
+  std::vector<LayerW> layers;
+  int64_t length = 0;
+
+  // Per-token buffers.
+  std::vector<float> x, s, a, n, h, qkv, q, o, hidden, act, logits, stats;
+  std::vector<std::vector<float>> scratch;  // one per KV head, for the attention kernel
+
+  void embed_token(int64_t token, int64_t pos, float* out) const;
+  void rotate(const float* in, int64_t pos, float* out) const;
+  void attention(LayerW& L, const float* in, int64_t pos, float* out);
+  void ffn(const LayerW& L, const float* in, float* out);
+  const float* run(int64_t token);
+};
+
+std::string Decoder::unsupported(const ModernLM& model) {
+  const auto w = model->token_embeddings();
+  if (!w.device().is_cpu() || w.scalar_type() != torch::kFloat32) return "the weights are not float32 on the CPU";
+  if (gemm::active() != gemm::Backend::onednn)
+    return "the linear layers run LibTorch's GEMMs (LMX_GEMM=torch, or a build without oneDNN)";
+  if (!fused_kernels_take(w)) return "the fused float32 kernels are off (LMX_FUSED_ATTENTION=0) or autocast is on";
+  if (gemm::bf16_on()) return "bf16 GEMMs are on";
+  const auto& cfg = model->config();
+  if (!known_position(model->position().get()))
+    return fmt::format("position '{}' is not one the engine runs (none, sinusoidal, learned, rope)", cfg.position);
+  if (model->final_norm() && !known_norm(model->final_norm().get()))
+    return fmt::format("norm '{}' is not one the engine runs (layernorm, rmsnorm)", cfg.norm);
+  for (int64_t i = 0; i < model->n_layers(); ++i) {
+    const auto block = model->block(i);
+    const auto* mha = dynamic_cast<const MultiHeadAttentionImpl*>(block->self_attn.get());
+    if (!mha) return fmt::format("layer {}'s attention is '{}'; the engine runs MHA, GQA and MQA", i, cfg.attention);
+    if (!mha->takes_packed(w) || !known_position(mha->position().get()))
+      return fmt::format("layer {}'s attention has no fused kernel here (position '{}', head dim {})", i, cfg.position,
+                         cfg.dim_head());
+    if (!known_norm(block->input_layernorm.get()) || !known_norm(block->post_attention_layernorm.get()))
+      return fmt::format("norm '{}' is not one the engine runs (layernorm, rmsnorm)", cfg.norm);
+    if (!known_ffn(block->mlp.get())) return fmt::format("FFN '{}' is not one the engine runs", cfg.ffn);
+  }
+  return "";
+}
+
+Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_unique<Impl>()) {
+  if (const auto why = unsupported(model); !why.empty()) throw std::logic_error("infer::Decoder: " + why);
+  if (max_len < 1) throw std::logic_error("infer::Decoder: max_len must be positive");
+  torch::NoGradGuard no_grad;
+  auto& m = *impl_;
+  m.model = model;
+  const auto& cfg = model->config();
+  m.C = cfg.d_model, m.H = cfg.n_heads, m.Hk = cfg.kv_heads(), m.D = cfg.dim_head(), m.T = max_len;
+  m.embed = own(model->token_embeddings());
+  m.V = m.embed.size(0);
+  m.head_w = own(model->head_weight());
+  if (model->head_bias().defined()) m.head_b = own(model->head_bias());
+  m.embed_scale = static_cast<float>(model->embedding_scale());
+  const auto position = model->position();
+  if (auto* rope = dynamic_cast<RoPEImpl*>(position.get())) {
+    auto [cos, sin] = rope->tables(max_len, torch::kCPU);
+    m.cos = own(cos), m.sin = own(sin), m.interleaved = rope->interleaved();
+  } else if (!dynamic_cast<const NoPositionImpl*>(position.get())) {  // an absolute table: 0 + table = table
+    m.positions = own(position->embed(torch::zeros({1, max_len, m.C}), 0).squeeze(0));
+  }
+  if (model->final_norm()) m.final_norm = std::make_unique<NormW>(model->final_norm());
+  m.pre_norm = model->block(0)->pre_norm();
+
+  const auto cache_opts = torch::TensorOptions().dtype(torch::kFloat32);
+  int64_t F_max = 0;
+  for (int64_t i = 0; i < model->n_layers(); ++i) {
+    const auto block = model->block(i);
+    LayerW L(*block);
+    const auto& attn = dynamic_cast<const MultiHeadAttentionImpl&>(*block->self_attn);
+    L.wqkv = own(torch::cat({attn.q_proj->weight, attn.k_proj->weight, attn.v_proj->weight}, 0));
+    if (attn.q_proj->bias.defined())
+      L.bqkv = own(torch::cat({attn.q_proj->bias, attn.k_proj->bias, attn.v_proj->bias}, 0));
+    L.wo = own(attn.o_proj->weight);
+    if (attn.o_proj->bias.defined()) L.bo = own(attn.o_proj->bias);
+    L.rope = m.cos.defined();
+    L.k = torch::zeros({m.Hk, max_len, m.D}, cache_opts);
+    L.v = torch::zeros({m.Hk, max_len, m.D}, cache_opts);
+    if (auto* g = dynamic_cast<const GatedFfnImpl*>(block->mlp.get())) {
+      L.gated = true, L.act = g->op();
+      L.w1 = own(torch::cat({g->gate_proj->weight, g->up_proj->weight}, 0));
+      if (g->gate_proj->bias.defined()) L.b1 = own(torch::cat({g->gate_proj->bias, g->up_proj->bias}, 0));
+      L.w2 = own(g->down_proj->weight);
+      if (g->down_proj->bias.defined()) L.b2 = own(g->down_proj->bias);
+      L.F = g->down_proj->weight.size(1);
+    } else {
+      const auto& p = dynamic_cast<const PlainFfnImpl&>(*block->mlp);
+      L.act = p.op();
+      L.w1 = own(p.up_proj->weight);
+      if (p.up_proj->bias.defined()) L.b1 = own(p.up_proj->bias);
+      L.w2 = own(p.down_proj->weight);
+      if (p.down_proj->bias.defined()) L.b2 = own(p.down_proj->bias);
+      L.F = p.down_proj->weight.size(1);
+    }
+    F_max = std::max(F_max, L.F);
+    m.layers.push_back(std::move(L));
+  }
+
+  for (auto* b : {&m.x, &m.s, &m.a, &m.n, &m.h}) b->assign(m.C, 0.0f);
+  m.qkv.assign((m.H + 2 * m.Hk) * m.D, 0.0f);
+  m.q.assign(m.H * m.D, 0.0f);
+  m.o.assign(m.H * m.D, 0.0f);
+  m.hidden.assign(2 * F_max, 0.0f);
+  m.act.assign(F_max, 0.0f);
+  m.logits.assign(m.V, 0.0f);
+  m.stats.assign(2, 0.0f);
+  kernels::AttnShape longest;
+  longest.Tq = 1, longest.Tk = max_len, longest.D = m.D, longest.q_start = max_len - 1, longest.group = m.H / m.Hk;
+  m.scratch.assign(m.Hk, std::vector<float>(kernels::forward_scratch(longest) + kernels::kScratchAlign));
+}
+
+Decoder::~Decoder() = default;
+
+int64_t Decoder::length() const { return impl_->length; }
+int64_t Decoder::max_len() const { return impl_->T; }
+int64_t Decoder::vocab() const { return impl_->V; }
+
+const float* Decoder::prefill(const std::vector<int64_t>& tokens) {
+  auto& m = *impl_;
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (n < 1 || n > m.T) throw std::logic_error(fmt::format("infer::Decoder::prefill: {} tokens for a context of {}", n, m.T));
+  torch::NoGradGuard no_grad;
+  KVCache cache;
+  auto logits = m.model->forward(torch::tensor(tokens, torch::kInt64).unsqueeze(0), &cache);  // (1, n, V)
+  for (size_t i = 0; i < m.layers.size(); ++i) {  // [k, v] (1, Hk, n, D) each
+    m.layers[i].k.narrow(1, 0, n).copy_(cache.layers[i].at(0).squeeze(0));
+    m.layers[i].v.narrow(1, 0, n).copy_(cache.layers[i].at(1).squeeze(0));
+  }
+  m.length = n;
+  auto last = logits.select(1, n - 1).squeeze(0).contiguous();
+  std::memcpy(m.logits.data(), last.data_ptr<float>(), m.V * sizeof(float));
+  return m.logits.data();
+}
+
+const float* Decoder::step(int64_t token) {
+  auto& m = *impl_;
+  if (m.length >= m.T) throw std::logic_error(fmt::format("infer::Decoder::step: the context of {} is full", m.T));
+  if (token < 0 || token >= m.V) throw std::logic_error(fmt::format("infer::Decoder::step: token {} outside the vocabulary", token));
+  return m.run(token);
+}
+
+// The token's embedding (times the scale), plus its position's row where a table adds one: the
+// module path's ops, one float operation each, in its order.
+void Decoder::Impl::embed_token(int64_t token, int64_t pos, float* out) const {
+  const float* e = ptr(embed) + token * C;
+  const float* p = positions.defined() ? ptr(positions) + pos * C : nullptr;
+  for (int64_t c = 0; c < C; ++c) {
+    float v = e[c];
+    if (embed_scale != 0) v = v * embed_scale;
+    if (p) v = v + p[c];
+    out[c] = v;
+  }
+}
+
+// RoPE of one D-wide head at pos, as RoPEImpl::rotate: pairs (i, i + D/2), or (2i, 2i + 1)
+// interleaved; each product rounded before the sum, as LibTorch's separate ops.
+void Decoder::Impl::rotate(const float* in, int64_t pos, float* out) const {
+  const int64_t half = D / 2;
+  const float* c = ptr(cos) + pos * half;
+  const float* s = ptr(sin) + pos * half;
+  for (int64_t i = 0; i < half; ++i) {
+    const int64_t i1 = interleaved ? 2 * i : i, i2 = interleaved ? 2 * i + 1 : i + half;
+    const float x1 = in[i1], x2 = in[i2];
+    const float a1 = x1 * c[i], b1 = x2 * s[i], a2 = x2 * c[i], b2 = x1 * s[i];
+    out[i1] = a1 - b1;
+    out[i2] = a2 + b2;
+  }
+}
+
+// The attention of one token at pos: q, k, v from one GEMM; keys (after RoPE) and values into
+// the cache; the fused kernel over the pos + 1 cached rows of each KV head; the output GEMM.
+void Decoder::Impl::attention(LayerW& L, const float* in, int64_t pos, float* out) {
+  linear(in, L.wqkv, L.bqkv, qkv.data());
+  const float* qk = qkv.data();
+  float* kc = ptr(L.k);
+  float* vc = ptr(L.v);
+  for (int64_t g = 0; g < Hk; ++g) {
+    const float* kh = qk + (H + g) * D;
+    float* krow = kc + (g * T + pos) * D;
+    if (L.rope)
+      rotate(kh, pos, krow);
+    else
+      std::memcpy(krow, kh, D * sizeof(float));
+    std::memcpy(vc + (g * T + pos) * D, qk + (H + Hk + g) * D, D * sizeof(float));
+  }
+  const float* qr = qk;
+  if (L.rope) {
+    for (int64_t h = 0; h < H; ++h) rotate(qk + h * D, pos, q.data() + h * D);
+    qr = q.data();
+  }
+  kernels::AttnShape shape;
+  shape.Tq = 1, shape.Tk = pos + 1, shape.D = D, shape.q_start = pos, shape.group = H / Hk;
+  shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  const auto kernel = kernels::forward_kernel();
+  at::parallel_for(0, Hk, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      const int64_t h0 = g * shape.group;
+      kernels::ForwardArgs args{};
+      args.q = qr + h0 * D, args.q_st = H * D, args.q_sh = D;
+      args.k = kc + g * T * D, args.k_st = D;
+      args.v = vc + g * T * D, args.v_st = D;
+      args.o = o.data() + h0 * D, args.o_st = H * D, args.o_sh = D;
+      kernel(args, shape, kernels::align_scratch(scratch[g].data()));
+    }
+  });
+  linear(o.data(), L.wo, L.bo, out);
+}
+
+void Decoder::Impl::ffn(const LayerW& L, const float* in, float* out) {
+  const auto& k = kernels::ffn_kernels();
+  linear(in, L.w1, L.b1, hidden.data());
+  if (L.gated)
+    k.glu_forward(L.act, hidden.data(), 1, L.F, act.data(), nullptr);
+  else
+    k.act_forward(L.act, hidden.data(), L.F, act.data(), nullptr);
+  linear(act.data(), L.w2, L.b2, out);
+}
+
+// One token through the blocks, as ModernLMImpl::run and BlockImpl::forward_residual order the
+// adds: pre-norm  s, n = N1(x + branch); h, n2 = N2(s + attn(n)); branch = ffn(n2); x = h
+//                 (the first block has no branch; the final norm adds the last one)
+//           post  y = N1(x + attn(x)); x = N2(y + ffn(y)).
+const float* Decoder::Impl::run(int64_t token) {
+  const int64_t pos = length;
+  float *stream = x.data(), *spare = s.data(), *as = a.data(), *ns = n.data(), *hs = h.data(), *st = stats.data();
+  embed_token(token, pos, stream);
+  bool branch = false;  // as holds the last FFN's output, not yet added (pre-norm)
+  for (auto& L : layers) {
+    if (pre_norm) {
+      if (branch) {
+        L.in(stream, as, spare, ns, st, C);
+        std::swap(stream, spare);
+      } else {
+        L.in(stream, nullptr, nullptr, ns, st, C);
+      }
+      attention(L, ns, pos, hs);
+      L.post(stream, hs, spare, ns, st, C);
+      std::swap(stream, spare);
+      ffn(L, ns, as);
+      branch = true;
+    } else {
+      attention(L, stream, pos, as);
+      L.in(stream, as, hs, ns, st, C);  // y = N1(x + attn(x))
+      ffn(L, ns, as);
+      L.post(ns, as, hs, stream, st, C);  // x = N2(y + ffn(y))
+    }
+  }
+  const float* out = stream;
+  if (final_norm) {
+    (*final_norm)(stream, branch ? as : nullptr, spare, ns, st, C);
+    out = ns;
+  }
+  linear(out, head_w, head_b, logits.data());
+  ++length;
+  return logits.data();
+}
+
+int64_t argmax(const float* logits, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (std::isnan(logits[best])) break;
+    if (std::isnan(logits[i]) || logits[i] > logits[best]) best = i;
+  }
+  return best;
+}
+
+}  // namespace lmx::infer
