@@ -212,3 +212,90 @@ TEST_CASE("LMX_KERNEL_ISA: caps the kernels' instruction set, another value is a
                     Catch::Contains("LMX_KERNEL_ISA=avx1024") && Catch::Contains("expected avx512, avx2 or sse2"));
   if (cpu_runs_avx512()) CHECK(widest == "avx512");
 }
+
+// One query row (decoding) runs the group's heads as the rows of one tile (attention_impl.h's
+// decode_rows); each head's output and log-sum-exp must be the bits of the general path, which
+// computes the same row as the last of two queries (q_start one earlier, not the lanes kernels).
+// The decode entry (keys kept transposed by the caller, infer/decoder.cpp) must give the same
+// bits again; without RoPE, so that its Kt is the keys as given (with RoPE the caller rotates).
+TEST_CASE("attention kernels: one query row, the group's heads as tile rows, gives the general path's bits",
+          "[model][attention][fused][isa]") {
+  struct Variant {
+    const char* name;
+    ForwardFn fwd;
+    DecodeFn dec;
+    bool runs;
+  };
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  const bool avx2 = false;
+#endif
+  const std::vector<Variant> variants = {
+      {"generic", &generic::forward, &generic::decode, true},
+      {"avx2", &avx2::forward, &avx2::decode, avx2},
+      {"avx512", &avx512::forward, &avx512::decode, cpu_runs_avx512()}};
+  int compared = 0;
+  for (const auto& var : variants) {
+    if (!var.runs) continue;
+    for (const int64_t D : {8, 16, 24, 64})
+      for (const int64_t G : {1, 2, 3, 4, 6, 8})
+        for (const int64_t Tk : {3, 9, 40, 129})  // q_start >= 1 for two queries: the row path, not the lanes
+          for (const bool rope : {false, true}) {
+            INFO(var.name << " D " << D << " group " << G << " Tk " << Tk << " rope " << rope);
+            const auto q = normal(G * 2 * D, 21), k = normal(Tk * D, 22), v = normal(Tk * D, 23);
+            const int64_t h = D / 2;
+            std::vector<float> cos(Tk * h), sin(Tk * h);
+            for (int64_t t = 0; t < Tk; ++t)
+              for (int64_t i = 0; i < h; ++i) {
+                const double th = t * std::pow(10000.0, -2.0 * i / D);
+                cos[t * h + i] = static_cast<float>(std::cos(th));
+                sin[t * h + i] = static_cast<float>(std::sin(th));
+              }
+            // Tq queries per head, head r's rows at r·2·D; the decoded row is each head's row 1.
+            auto run = [&](int64_t Tq, std::vector<float>& o, std::vector<float>& lse) {
+              AttnShape s;
+              s.Tq = Tq, s.Tk = Tk, s.D = D, s.q_start = Tk - Tq, s.group = G;
+              s.scale = 1.0f / std::sqrt(static_cast<float>(D));
+              if (rope) s.cos = cos.data(), s.sin = sin.data();
+              std::vector<float> scratch(forward_scratch(s) + kScratchAlign);
+              ForwardArgs a{};
+              a.q = q.data() + (2 - Tq) * D, a.k = k.data(), a.v = v.data();
+              a.q_st = D, a.q_sh = 2 * D, a.k_st = D, a.v_st = D;
+              o.assign(G * 2 * D, 0.0f), lse.assign(G * Tq, 0.0f);
+              a.o = o.data() + (2 - Tq) * D, a.o_st = D, a.o_sh = 2 * D;
+              a.lse = lse.data();
+              var.fwd(a, s, align_scratch(scratch.data()));
+            };
+            std::vector<float> o1, l1, o2, l2, o3, l3;
+            run(1, o1, l1);
+            run(2, o2, l2);
+            if (!rope) {  // the decode entry over the keys transposed into a wider cache (ld 8 more)
+              AttnShape s;
+              s.Tq = 1, s.Tk = Tk, s.D = D, s.q_start = Tk - 1, s.group = G;
+              s.scale = 1.0f / std::sqrt(static_cast<float>(D));
+              const int64_t ld = (Tk + 7) / 8 * 8 + 8;
+              std::vector<float> Kt(D * ld, 0.0f), scratch(decode_scratch(D, ld) + kScratchAlign);
+              for (int64_t j = 0; j < Tk; ++j)
+                for (int64_t d = 0; d < D; ++d) Kt[d * ld + j] = k[j * D + d];
+              ForwardArgs a{};
+              a.q = q.data() + D, a.v = v.data(), a.q_sh = 2 * D, a.q_st = D, a.v_st = D;
+              o3.assign(G * 2 * D, 0.0f), l3.assign(G, 0.0f);
+              a.o = o3.data() + D, a.o_st = D, a.o_sh = 2 * D, a.lse = l3.data();
+              var.dec(a, Kt.data(), ld, s, align_scratch(scratch.data()));
+              CHECK(same_bits(o3, o1));
+              CHECK(same_bits(l3, l1));
+            }
+            for (int64_t r = 0; r < G; ++r) {
+              INFO("head " << r);
+              CHECK(std::memcmp(o1.data() + (2 * r + 1) * D, o2.data() + (2 * r + 1) * D, D * sizeof(float)) == 0);
+              CHECK(std::memcmp(&l1[r], &l2[2 * r + 1], sizeof(float)) == 0);
+            }
+            float largest = 0;
+            for (float x : o1) largest = std::max(largest, std::fabs(x));
+            CHECK(largest > 0.05f);
+            ++compared;
+          }
+  }
+  CHECK(compared >= 4 * 6 * 4 * 2);  // the generic variant, at least
+}

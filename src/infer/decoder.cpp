@@ -69,7 +69,9 @@ struct LayerW {
   NormW in, post;  // input_layernorm, post_attention_layernorm
   torch::Tensor wqkv, bqkv, wo, bo;  // q|k|v stacked ((H + 2Hk)·D, C), o (C, H·D)
   bool rope = false;
-  torch::Tensor k, v;  // the cache: (Hk, max_len, D) each, keys after RoPE
+  // The cache: keys after RoPE transposed, (Hk, D, kt_ld) with kt_ld = ceil8(max_len) (the
+  // decode kernel reads them so, and a token writes one column); values (Hk, max_len, D).
+  torch::Tensor kt, v;
   bool gated = false;
   kernels::ActOp act;
   torch::Tensor w1, b1, w2, b2;  // gate|up stacked (2F, C) or up (F, C); down (C, F)
@@ -94,6 +96,7 @@ void linear(const float* x, const torch::Tensor& w, const torch::Tensor& b, floa
 struct Decoder::Impl {
   ModernLM model{nullptr};
   int64_t C, H, Hk, D, V, T;  // T: max_len
+  int64_t kt_ld;              // ceil8(T): the transposed keys' row length
   bool pre_norm;
   float embed_scale;  // 0: none
   torch::Tensor embed, positions, head_w, head_b;  // positions: (T, C) added, or undefined
@@ -104,7 +107,7 @@ struct Decoder::Impl {
   int64_t length = 0;
 
   // Per-token buffers.
-  std::vector<float> x, s, a, n, h, qkv, q, o, hidden, act, logits, stats;
+  std::vector<float> x, s, a, n, h, qkv, q, krot, o, hidden, act, logits, stats;
   std::vector<std::vector<float>> scratch;  // one per KV head, for the attention kernel
 
   void embed_token(int64_t token, int64_t pos, float* out) const;
@@ -148,6 +151,7 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
   m.model = model;
   const auto& cfg = model->config();
   m.C = cfg.d_model, m.H = cfg.n_heads, m.Hk = cfg.kv_heads(), m.D = cfg.dim_head(), m.T = max_len;
+  m.kt_ld = (max_len + 7) / 8 * 8;
   m.embed = own(model->token_embeddings());
   m.V = m.embed.size(0);
   m.head_w = own(model->head_weight());
@@ -175,7 +179,7 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
     L.wo = own(attn.o_proj->weight);
     if (attn.o_proj->bias.defined()) L.bo = own(attn.o_proj->bias);
     L.rope = m.cos.defined();
-    L.k = torch::zeros({m.Hk, max_len, m.D}, cache_opts);
+    L.kt = torch::zeros({m.Hk, m.D, m.kt_ld}, cache_opts);
     L.v = torch::zeros({m.Hk, max_len, m.D}, cache_opts);
     if (auto* g = dynamic_cast<const GatedFfnImpl*>(block->mlp.get())) {
       L.gated = true, L.act = g->op();
@@ -205,9 +209,8 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
   m.act.assign(F_max, 0.0f);
   m.logits.assign(m.V, 0.0f);
   m.stats.assign(2, 0.0f);
-  kernels::AttnShape longest;
-  longest.Tq = 1, longest.Tk = max_len, longest.D = m.D, longest.q_start = max_len - 1, longest.group = m.H / m.Hk;
-  m.scratch.assign(m.Hk, std::vector<float>(kernels::forward_scratch(longest) + kernels::kScratchAlign));
+  m.krot.assign(m.D, 0.0f);
+  m.scratch.assign(m.Hk, std::vector<float>(kernels::decode_scratch(m.D, m.kt_ld) + kernels::kScratchAlign));
 }
 
 Decoder::~Decoder() = default;
@@ -224,7 +227,9 @@ const float* Decoder::prefill(const std::vector<int64_t>& tokens) {
   KVCache cache;
   auto logits = m.model->forward(torch::tensor(tokens, torch::kInt64).unsqueeze(0), &cache);  // (1, n, V)
   for (size_t i = 0; i < m.layers.size(); ++i) {  // [k, v] (1, Hk, n, D) each
-    m.layers[i].k.narrow(1, 0, n).copy_(cache.layers[i].at(0).squeeze(0));
+    auto& L = m.layers[i];
+    L.kt.zero_();  // columns past n as a fresh cache's, after an earlier sequence
+    L.kt.narrow(2, 0, n).copy_(cache.layers[i].at(0).squeeze(0).transpose(1, 2));
     m.layers[i].v.narrow(1, 0, n).copy_(cache.layers[i].at(1).squeeze(0));
   }
   m.length = n;
@@ -273,15 +278,13 @@ void Decoder::Impl::rotate(const float* in, int64_t pos, float* out) const {
 void Decoder::Impl::attention(LayerW& L, const float* in, int64_t pos, float* out) {
   linear(in, L.wqkv, L.bqkv, qkv.data());
   const float* qk = qkv.data();
-  float* kc = ptr(L.k);
+  float* kt = ptr(L.kt);
   float* vc = ptr(L.v);
+  float* key = krot.data();
   for (int64_t g = 0; g < Hk; ++g) {
     const float* kh = qk + (H + g) * D;
-    float* krow = kc + (g * T + pos) * D;
-    if (L.rope)
-      rotate(kh, pos, krow);
-    else
-      std::memcpy(krow, kh, D * sizeof(float));
+    if (L.rope) rotate(kh, pos, key), kh = key;
+    for (int64_t d = 0; d < D; ++d) kt[(g * D + d) * kt_ld + pos] = kh[d];
     std::memcpy(vc + (g * T + pos) * D, qk + (H + Hk + g) * D, D * sizeof(float));
   }
   const float* qr = qk;
@@ -292,16 +295,15 @@ void Decoder::Impl::attention(LayerW& L, const float* in, int64_t pos, float* ou
   kernels::AttnShape shape;
   shape.Tq = 1, shape.Tk = pos + 1, shape.D = D, shape.q_start = pos, shape.group = H / Hk;
   shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-  const auto kernel = kernels::forward_kernel();
+  const auto kernel = kernels::decode_kernel();
   at::parallel_for(0, Hk, 1, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
       const int64_t h0 = g * shape.group;
       kernels::ForwardArgs args{};
       args.q = qr + h0 * D, args.q_st = H * D, args.q_sh = D;
-      args.k = kc + g * T * D, args.k_st = D;
       args.v = vc + g * T * D, args.v_st = D;
       args.o = o.data() + h0 * D, args.o_st = H * D, args.o_sh = D;
-      kernel(args, shape, kernels::align_scratch(scratch[g].data()));
+      kernel(args, kt + g * D * kt_ld, kt_ld, shape, kernels::align_scratch(scratch[g].data()));
     }
   });
   linear(o.data(), L.wo, L.bo, out);

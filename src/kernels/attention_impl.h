@@ -231,6 +231,34 @@ static inline __attribute__((always_inline)) void probs_row(float* s, int64_t n,
 
 namespace lmx::kernels::LMX_KERNEL_NS {
 
+// One query row (decoding over a KV cache): the group's heads, all at the same position and
+// seeing the same keys, are the rows of the 4-row tiles, up to 4 at a time, where one head at a
+// time fills one row of 4. Every row's sums run over the same terms in the same order as with one
+// head per call: the same bits. Kt: the rotated keys (D × ld, zero or unread past ceil8(Tk));
+// Qr: 4 × D; S: 4 rows of ld.
+static void decode_rows(const ForwardArgs& a, const AttnShape& s, const float* Kt, int64_t ld, float* Qr, float* S) {
+  const int64_t D = s.D, tkp = s.tk_pad(), n = s.visible(0);
+  auto visible = [n](int64_t) { return n; };
+  for (int64_t r0 = 0; r0 < s.group; r0 += 4) {
+    const int64_t nr = std::min<int64_t>(4, s.group - r0);
+    for (int64_t k = 0; k < nr; ++k) rotate(a.q + (r0 + k) * a.q_sh, Qr + k * D, s.q_start, s);
+    std::fill(Qr + nr * D, Qr + 4 * D, 0.0f);
+    scores(Qr, nr, D, Kt, ld, s.scale, visible, S);
+    float m[4], sum[4];
+    for (int64_t k = 0; k < nr; ++k) m[k] = row_max(S + k * ld, n);
+    for (int64_t k = 0; k < nr; ++k) sum[k] = exps_row(S + k * ld, n, m[k]);
+    for (int64_t k = 0; k < nr; ++k) normalize_row(S + k * ld, n, tkp, sum[k]);
+    if (a.lse)
+      for (int64_t k = 0; k < nr; ++k) a.lse[r0 + k] = m[k] + std::log(sum[k]);
+    for (int64_t k = nr; k < 4; ++k) std::fill(S + k * ld, S + k * ld + tkp, 0.0f);
+    pv(S, ld, nr, visible, a.v, a.v_st, D, a.o + r0 * a.o_sh, a.o_sh, /*accumulate=*/false);
+  }
+}
+
+void decode(const ForwardArgs& a, const float* Kt, int64_t kt_ld, const AttnShape& s, float* scratch) {
+  decode_rows(a, s, Kt, kt_ld, scratch, scratch + 4 * s.D);
+}
+
 void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
 #if defined(__AVX2__)
   if (lanes::takes(s)) return lanes_forward(a, s, scratch);
@@ -246,6 +274,7 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
     for (int64_t j = 0; j < n; ++j) rotate(a.k + (j0 + j) * a.k_st, rows + j * D, j0 + j, s);
     transpose_rows(rows, D, n, D, Kt + j0, tkp);
   }
+  if (Tq == 1) return decode_rows(a, s, Kt, tkp, Qr, S);
   std::fill(Qr + Tq * D, Qr + tqp * D, 0.0f);
   auto visible = [&](int64_t i) { return s.visible(i); };
   for (int64_t r = 0; r < s.group; ++r) {

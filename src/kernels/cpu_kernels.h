@@ -120,10 +120,18 @@ struct CrossEntropyArgs {
 using CrossEntropyFn = void (*)(const CrossEntropyArgs&, int64_t begin, int64_t end);
 CrossEntropyFn cross_entropy_kernel();
 
+// Decoding one query row (s.Tq = 1, q_start = Tk − 1 ≥ 1) over a cache that keeps its keys
+// rotated and transposed: Kt (D × kt_ld, kt_ld ≥ ceil8(Tk)) holds key j in column j, zeros or
+// any finite values in the columns [Tk, ceil8(Tk)); a.k is not read. The bits of ForwardFn on the
+// same keys, without transposing them again at every token. Scratch: decode_scratch floats.
+using DecodeFn = void (*)(const ForwardArgs&, const float* Kt, int64_t kt_ld, const AttnShape&, float* scratch);
+inline int64_t decode_scratch(int64_t D, int64_t kt_ld) { return 4 * D + 4 * kt_ld; }
+
 // The best variant for this CPU: AVX-512 (16-float register tiles in the attention kernels),
 // AVX2+FMA, or SSE2; LMX_KERNEL_ISA=avx2 or sse2 caps the choice (for A/B timing). The AVX-512
 // and AVX2 variants compute every value in the same order: the same bits.
 ForwardFn forward_kernel();
+DecodeFn decode_kernel();
 BackwardFn backward_kernel();
 const char* kernel_isa();  // "avx512", "avx2+fma" or "sse2": the variant in use
 // The variant LMX_KERNEL_ISA=cap would pick on this CPU (null: none set); throws InputError
@@ -134,6 +142,7 @@ const char* kernel_isa_capped(const char* cap);
 #define LMX_KERNEL_VARIANT(ns)                                                                         \
   namespace ns {                                                                                       \
   void forward(const ForwardArgs&, const AttnShape&, float*);                                          \
+  void decode(const ForwardArgs&, const float*, int64_t, const AttnShape&, float*);                     \
   void backward(const BackwardArgs&, const AttnShape&, float*);                                        \
   void act_forward(const ActOp&, const float*, int64_t, float*, float*);                               \
   void act_backward(const ActOp&, const float*, const float*, const float*, int64_t, float*);          \

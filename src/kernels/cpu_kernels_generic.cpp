@@ -86,6 +86,11 @@ ForwardFn forward_kernel() {
   return fn;
 }
 
+DecodeFn decode_kernel() {
+  static const DecodeFn fn = pick<DecodeFn>(&avx512::decode, &avx2::decode, &generic::decode);
+  return fn;
+}
+
 BackwardFn backward_kernel() {
   static const BackwardFn fn = pick<BackwardFn>(&avx512::backward, &avx2::backward, &generic::backward);
   return fn;
