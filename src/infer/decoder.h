@@ -2,9 +2,10 @@
 // model compiled once into flat float32 buffers, as llama.cpp runs a graph built once: the
 // q|k|v and gate|up weights stacked once (the modules stack them at every call), a KV cache
 // allocated once for the whole context (the modules' KVCache grows by concatenation, O(T) a
-// token), and each token one pass of raw-pointer calls into the kernels the modules run
-// (oneDNN's sgemm through gemm::linear_rows; the fused norm, activation and attention kernels
-// of kernels/cpu_kernels.h), with nothing allocated.
+// token; its keys are kept rotated and transposed, one column written a token, for
+// kernels::decode), and each token one pass of raw-pointer calls into the kernels the modules
+// run (oneDNN's sgemm through gemm::linear_rows; the fused norm, activation and attention
+// kernels of kernels/cpu_kernels.h), with nothing allocated.
 //
 // The prompt runs through the modules (ModernLM::forward with a KVCache), whose keys and values
 // are then copied in; each later token's logits are bit-identical to what the module path
