@@ -138,7 +138,9 @@ const char* kernel_isa();  // "avx512", "avx2+fma" or "sse2": the variant in use
 // for a value other than avx512, avx2 or sse2.
 const char* kernel_isa_capped(const char* cap);
 
-// Every variant's entry points, declared once per namespace.
+// Every variant's entry points, declared once per namespace. `reference` holds their twins as
+// plain loops over doubles (cpu_kernels_reference.cpp), which the kernel tests check each
+// variant against; nothing in lmx runs them.
 #define LMX_KERNEL_VARIANT(ns)                                                                         \
   namespace ns {                                                                                       \
   void forward(const ForwardArgs&, const AttnShape&, float*);                                          \
@@ -157,6 +159,7 @@ const char* kernel_isa_capped(const char* cap);
 LMX_KERNEL_VARIANT(avx512)
 LMX_KERNEL_VARIANT(avx2)
 LMX_KERNEL_VARIANT(generic)
+LMX_KERNEL_VARIANT(reference)
 #undef LMX_KERNEL_VARIANT
 
 }  // namespace lmx::kernels
