@@ -10,6 +10,8 @@
 #include "data/corpus.h"
 #include "formats/checkpoint.h"
 #include "helpers.h"
+#include "train/trainer.h"
+#include "util/faults.h"
 
 namespace lmx::test {
 
@@ -34,6 +36,14 @@ inline bool has_optimizer_state(const Checkpoint& ck) {
       return false;
   }
   return names.count("state.torch_rng") > 0;
+}
+
+// A run of resume_corpus() interrupted (as by SIGINT) during step `step` − 1 (fault injection).
+inline lmx::RunResult train_interrupted(const Config& cfg, const lmx::RunOptions& opt, int64_t step) {
+  faults::Plan plan;
+  plan.interrupt_after_step = step;
+  const faults::Scope fault(plan);
+  return train_run(cfg, resume_corpus(), opt);
 }
 
 inline const std::string kCliSmall =

@@ -25,6 +25,7 @@ using lmx::test::kCliSmall;
 using lmx::test::lines;
 using lmx::test::metrics_without_speed;
 using lmx::test::read_file;
+using lmx::test::train_interrupted;
 using lmx::test::require_same_weights;
 using lmx::test::resume_config;
 using lmx::test::resume_corpus;
@@ -41,9 +42,7 @@ TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical 
 
   // Fault injection: as if SIGINT arrived during step 7 (not an eval step), then during 15 (after
   // the eval at 15: best_val_ppl must survive), then the rest.
-  RunOptions o1(11, cut.string());
-  o1.interrupt_after_step = 7;
-  RunResult b1 = train_run(cfg, resume_corpus(), o1);
+  RunResult b1 = train_interrupted(cfg, {11, cut.string()}, 7);
   signals::reset();
   CHECK(b1.status == "interrupted");
   CHECK(b1.steps == 7);
@@ -55,8 +54,7 @@ TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical 
 
   RunOptions o2(11, cut.string());
   o2.resume = true;
-  o2.interrupt_after_step = 15;
-  RunResult b2 = train_run(cfg, resume_corpus(), o2);
+  RunResult b2 = train_interrupted(cfg, o2, 15);
   signals::reset();
   CHECK(b2.status == "interrupted");
   CHECK(b2.steps == 15);
@@ -90,9 +88,7 @@ TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical 
 TEST_CASE("resume refuses another config or seed and a checkpoint without optimizer state", "[resume]") {
   TempDir dir;
   const Config cfg = resume_config();
-  RunOptions o(3, dir.path.string());
-  o.interrupt_after_step = 2;
-  train_run(cfg, resume_corpus(), o);
+  train_interrupted(cfg, {3, dir.path.string()}, 2);
   signals::reset();
   Config other = cfg;
   apply_override(other, "train.lr=0.01");
@@ -131,9 +127,7 @@ TEST_CASE("resume refuses another config or seed and a checkpoint without optimi
 TEST_CASE("a resumable checkpoint without any optimizer state is refused", "[resume]") {
   TempDir dir;
   const Config cfg = resume_config();
-  RunOptions o(6, dir.path.string());
-  o.interrupt_after_step = 3;
-  train_run(cfg, resume_corpus(), o);
+  train_interrupted(cfg, {6, dir.path.string()}, 3);
   signals::reset();
   Checkpoint ck = read_checkpoint(dir.file("model.safetensors"));
   REQUIRE(ck.metadata.at("status") == "interrupted");

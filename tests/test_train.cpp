@@ -17,6 +17,7 @@
 #include "train/evaluate.h"
 #include "train/trainer.h"
 #include "util/csv.h"
+#include "util/faults.h"
 
 using namespace lmx;
 using lmx::test::TempDir;
@@ -194,9 +195,10 @@ TEST_CASE("same seed and threads give bitwise-identical metrics — eval of the 
 TEST_CASE("a NaN loss marks the run diverged at its step", "[train]") {
   TempDir dir;
   Config cfg = small_config();
-  RunOptions opt{3, dir.path.string(), false};
-  opt.inject_nan_at_step = 4;
-  RunResult r = train_run(cfg, small_corpus(), opt);
+  lmx::faults::Plan plan;
+  plan.nan_loss_step = 4;
+  const lmx::faults::Scope fault(plan);
+  RunResult r = train_run(cfg, small_corpus(), {3, dir.path.string(), false});
   CHECK(r.status == "diverged");
   CHECK(r.steps == 4);
   CHECK(r.message.find("step 4") != std::string::npos);

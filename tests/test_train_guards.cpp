@@ -15,6 +15,7 @@
 #include "resume_helpers.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/faults.h"
 
 using namespace lmx;
 using lmx::test::TempDir;
@@ -115,10 +116,11 @@ TEST_CASE("memory estimate: parts, scaling, and the 70B refusal", "[resume][memo
 TEST_CASE("a NaN gradient in one parameter: diverged at its step, naming the parameter and group", "[resume][train]") {
   TempDir dir;
   const Config cfg = resume_config();
-  RunOptions o(1, dir.path.string());
-  o.inject_nan_grad_at_step = 6;
-  o.inject_nan_grad_param = "model.layers.1.mlp.down_proj.weight";
-  RunResult r = train_run(cfg, resume_corpus(), o);
+  lmx::faults::Plan plan;
+  plan.nan_grad_step = 6;
+  plan.nan_grad_param = "model.layers.1.mlp.down_proj.weight";
+  const lmx::faults::Scope fault(plan);
+  RunResult r = train_run(cfg, resume_corpus(), {1, dir.path.string()});
   INFO(r.message);
   CHECK(r.status == "diverged");
   CHECK(r.steps == 6);

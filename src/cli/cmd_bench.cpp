@@ -171,7 +171,7 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
   for (int step = 0; step < a.steps; ++step) {
     auto rows = data[step % data.size(0)];
     const auto r = train_step(model, optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
-                              cfg.train.grad_clip, false, cfg.train.precision);
+                              cfg.train.grad_clip, cfg.train.precision);
     t_fwd += r.phase_ms[0], t_bwd += r.phase_ms[1], t_clip += r.phase_ms[2], t_opt += r.phase_ms[3];
   }
   op_timer::set_enabled(false);
@@ -229,7 +229,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
     if (step == a.warmup) t0 = Clock::now();
     auto rows = data[step];
     auto r = train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
-                        cfg.train.grad_clip, false, cfg.train.precision);
+                        cfg.train.grad_clip, cfg.train.precision);
     last_loss = r.loss;
   }
   timed_s = seconds_since(t0);
@@ -245,7 +245,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
     for (int step = 0; step < 5; ++step) {
       auto rows = data[step % data.size(0)];
       train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr, cfg.train.grad_clip,
-                 false, cfg.train.precision);
+                 cfg.train.precision);
     }
   }
 

@@ -26,7 +26,6 @@
 #include "train/train_state.h"
 #include "train/trainer.h"
 #include "util/csv.h"
-#include "util/env.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/runtime.h"
@@ -209,8 +208,6 @@ int train_seeds(const TrainPlan& plan, const data::Corpus& corpus, const Config&
     RunOptions ro{seed, run_dir.string(), tty};
     ro.check_memory = false;  // checked before, once for all seeds
     ro.init_from = plan.init_from;
-    // Fault injection for tests: LMX_FAULT_NAN_STEP=N poisons the loss at step N of every seed.
-    if (const char* nan_step = env::get("LMX_FAULT_NAN_STEP")) ro.inject_nan_at_step = std::atoll(nan_step);
     if (plan.resume && kept_from_before(run_dir, seed, rows, ro)) continue;
     if (writer) fs::create_directories(run_dir);
     RunResult r = train_run(plan.cfg, corpus, ro);

@@ -44,6 +44,7 @@
 
 #include "util/env.h"
 #include "util/error.h"
+#include "util/faults.h"
 #include "util/log.h"
 #include "util/runtime.h"
 #include "util/signals.h"
@@ -367,31 +368,20 @@ Group* init_from_env(const std::string& device) {
 void shutdown() { current_ptr().reset(); }
 
 void fault_point() {
-  struct Fault {
-    std::string mode;  // "die", "hang" or "int"; empty: no fault
-    int rank = -1;
-    long long step = -1;
-  };
-  static const Fault fault = [] {
-    Fault f;
-    const char* v = lmx::env::get("LMX_FAULT");
-    char mode[8] = {0};
-    if (v && std::sscanf(v, "%7[a-z]:%d:%lld", mode, &f.rank, &f.step) == 3) f.mode = mode;
-    return f;
-  }();
   static int64_t calls = 0;
   const int64_t step = calls++;
-  if (fault.mode.empty() || fault.rank != rank() || fault.step != step) return;
-  if (fault.mode == "die") {
-    fmt::print(stderr, "lmx: LMX_FAULT: rank {} exits at step {}\n", fault.rank, fault.step);
+  const faults::Plan fault = faults::plan();
+  if (fault.worker_mode.empty() || fault.worker_rank != rank() || fault.worker_call != step) return;
+  if (fault.worker_mode == "die") {
+    fmt::print(stderr, "lmx: LMX_FAULT: rank {} exits at step {}\n", fault.worker_rank, fault.worker_call);
     _exit(9);
   }
-  if (fault.mode == "int") {
-    fmt::print(stderr, "lmx: LMX_FAULT: rank {} is interrupted at step {}\n", fault.rank, fault.step);
+  if (fault.worker_mode == "int") {
+    fmt::print(stderr, "lmx: LMX_FAULT: rank {} is interrupted at step {}\n", fault.worker_rank, fault.worker_call);
     signals::raise_interrupt();
   }
-  if (fault.mode == "hang") {
-    fmt::print(stderr, "lmx: LMX_FAULT: rank {} hangs at step {}\n", fault.rank, fault.step);
+  if (fault.worker_mode == "hang") {
+    fmt::print(stderr, "lmx: LMX_FAULT: rank {} hangs at step {}\n", fault.worker_rank, fault.worker_call);
     raise(SIGSTOP);
   }
 }

@@ -97,9 +97,9 @@ inline int world() { return current() ? current()->world() : 1; }
 inline int local_rank() { return current() ? current()->local_rank() : 0; }
 inline bool writer() { return rank() == 0; }  // only rank 0 writes results and checkpoints
 
-// Fault injection (tests): LMX_FAULT=die:RANK:STEP exits that rank with code 9 at its
-// STEP-th call (the gradient all-reduce of each step, counted from 0); hang:RANK:STEP stops it
-// (SIGSTOP) there; int:RANK:STEP interrupts it there (as SIGINT would, that rank only).
+// Fault injection (tests): the worker fault of faults::plan() (LMX_FAULT=die:RANK:STEP exits
+// that rank with code 9 at its STEP-th call, the gradient all-reduce of each step counted from 0;
+// hang:RANK:STEP stops it (SIGSTOP) there; int:RANK:STEP interrupts it there, that rank only).
 void fault_point();
 
 }  // namespace lmx::dist

@@ -21,6 +21,7 @@
 #include "util/clock.h"
 #include "util/csv.h"
 #include "util/error.h"
+#include "util/faults.h"
 #include "util/log.h"
 #include "util/runtime.h"
 #include "util/signals.h"
@@ -220,13 +221,15 @@ void write_run_checkpoint(Training& tr, const std::string& status, double train_
 // The optimizer step at `step` on its batch.
 StepResult take_run_step(Training& tr, int64_t step, double lr) {
   data::Batch batch = tr.batcher->batch(step);
-  // Fault injection (tests): a NaN gradient in one named parameter at this step.
+  // Fault injection (tests): a NaN loss, or a NaN gradient in one named parameter, at this step.
+  const faults::Plan fault = faults::plan();
+  const faults::PoisonLoss poison(step == fault.nan_loss_step);
   std::optional<torch::Tensor> hooked;
   unsigned hook = 0;
-  if (step == tr.opt.inject_nan_grad_at_step) {
+  if (step == fault.nan_grad_step) {
     for (auto& p : tr.model->named_parameters())
-      if (p.key() == tr.opt.inject_nan_grad_param) hooked = p.value();
-    if (!hooked) throw InputError(fmt::format("no parameter named {}", tr.opt.inject_nan_grad_param));
+      if (p.key() == fault.nan_grad_param) hooked = p.value();
+    if (!hooked) throw InputError(fmt::format("no parameter named {}", fault.nan_grad_param));
     hook = hooked->register_hook([](torch::Tensor g) { return g * std::nan(""); });
   }
   // Padding-free where the model takes it (the fused MHA kernel, no autocast), else micro-batches by length.
@@ -235,8 +238,7 @@ StepResult take_run_step(Training& tr, int64_t step, double lr) {
   std::vector<MicroBatch> micro = packed ? std::vector<MicroBatch>{padding_free_batch(batch.inputs, batch.targets)}
                                          : micro_batches(batch.inputs, batch.targets, tr.cfg.train.micro_batch_size);
   for (auto& m : micro) m.inputs = m.inputs.to(tr.device), m.targets = m.targets.to(tr.device);
-  const StepResult sr = train_step(tr.model, *tr.optimizer, micro, lr, tr.cfg.train.grad_clip,
-                                   /*poison_loss=*/step == tr.opt.inject_nan_at_step, tr.cfg.train.precision,
+  const StepResult sr = train_step(tr.model, *tr.optimizer, micro, lr, tr.cfg.train.grad_clip, tr.cfg.train.precision,
                                    batch.global_tokens);
   if (hooked) hooked->remove_hook(hook);
   return sr;
@@ -331,7 +333,7 @@ double step_loop(Training& tr) {
     const double elapsed = seconds_since(t_train);
     const double eta = elapsed / static_cast<double>(step + 1 - first_step) * (tr.total - step - 1);
     report_step_progress(tr, step, sr.loss, lr, smoothed_tps, eta);
-    if (step + 1 == tr.opt.interrupt_after_step) signals::raise_interrupt();  // fault injection (tests)
+    if (step + 1 == faults::plan().interrupt_after_step) signals::raise_interrupt();  // fault injection (tests)
     if (stop_if_interrupted(tr, step, sr)) break;
     if (step + 1 != tr.total && t.checkpoint_every > 0 && (step + 1) % t.checkpoint_every == 0)
       write_run_checkpoint(tr, "running", tr.seconds_before + seconds_since(t_train));

@@ -27,8 +27,8 @@
 #include "train/train_state.h"
 #include "util/clock.h"
 #include "util/csv.h"
-#include "util/csv.h"
 #include "util/error.h"
+#include "util/faults.h"
 #include "util/log.h"
 #include "util/runtime.h"
 #include "util/signals.h"
@@ -87,9 +87,9 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 }
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
-                      const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss,
+                      const torch::Tensor& targets, double lr, double grad_clip,
                       const std::string& precision, int64_t global_tokens) {
-  return train_step(model, optimizer, std::vector<MicroBatch>{{inputs, targets, {}}}, lr, grad_clip, poison_loss, precision,
+  return train_step(model, optimizer, std::vector<MicroBatch>{{inputs, targets, {}}}, lr, grad_clip, precision,
                     global_tokens);
 }
 
@@ -174,7 +174,7 @@ std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::
 }
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
-                      double grad_clip, bool poison_loss, const std::string& precision, int64_t global_tokens) {
+                      double grad_clip, const std::string& precision, int64_t global_tokens) {
   if (micro.empty()) throw std::logic_error("train_step: no micro-batch");
   set_lr(optimizer, lr);
   dist::Group* group = dist::current();
@@ -205,7 +205,7 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
     torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), m.targets.reshape(-1),
                                           data::kIgnore, summed);
     if (summed) loss = loss / std::max<double>(1.0, static_cast<double>(r.tokens));
-    if (poison_loss) loss = loss * std::nan("");
+    if (faults::loss_poisoned()) loss = loss * std::nan("");
     autocast.reset();
     const auto t1 = Clock::now();
     if (k == 0) clear_gradients(params);

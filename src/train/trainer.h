@@ -23,10 +23,6 @@ struct RunOptions {
   uint64_t seed = 0;      // model init and data order
   std::string run_dir;    // created by the caller; results go here
   bool progress = false;  // live progress line (stderr is a terminal)
-  int64_t inject_nan_at_step = -1;  // fault injection (tests): poison the loss at this step
-  int64_t inject_nan_grad_at_step = -1;  // fault injection (tests): NaN gradient of one parameter
-  std::string inject_nan_grad_param;     //   ... named this (e.g. model.layers.1.ffn.w1.weight)
-  int64_t interrupt_after_step = -1;     // fault injection (tests): as if SIGINT came during this step
   bool resume = false;    // continue the interrupted run in run_dir from its checkpoint
   bool check_memory = true;  // refuse (InputError) a config whose estimate exceeds MemAvailable
   std::string init_from;  // checkpoint whose weights replace the initialization (uptraining)
@@ -78,7 +74,7 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 // One training step, as train_run takes it (and lmx bench times it): set the learning rate,
 // forward, cross-entropy (kIgnore targets skipped), backward, clip to grad_clip, then the
 // AdamW step only when the loss and the gradient norm are finite (stepped = false otherwise;
-// the gradients are left for inspection). poison_loss multiplies the loss by NaN (tests).
+// the gradients are left for inspection). Under faults::PoisonLoss the loss is NaN (tests).
 // precision "bf16": forward and loss under autocast (kernels/precision.h).
 // Under dist::current() (data-parallel) the loss and gradients are those of the global batch:
 // token losses over the global token count (global_tokens, Batch::global_tokens; required
@@ -96,8 +92,7 @@ struct StepResult {
   std::array<double, 4> phase_ms{};
 };
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
-                      const torch::Tensor& targets, double lr, double grad_clip, bool poison_loss = false,
-                      const std::string& precision = "fp32", int64_t global_tokens = -1);
+                      const torch::Tensor& targets, double lr, double grad_clip, const std::string& precision = "fp32", int64_t global_tokens = -1);
 // The batch's rows in micro-batches (train.micro_batch_size): rows sorted by length (up to the
 // last target that counts; stable) and cut into groups of `size` rows, each trimmed to its
 // longest row, so that a doc-layout group pads to nearly its own length instead of the
@@ -119,7 +114,7 @@ MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& 
 // summed over the whole batch's token count: the loss and gradient of the whole batch, up to
 // float rounding (the gradients are summed in parts). One micro-batch: exactly the step above.
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
-                      double grad_clip, bool poison_loss = false, const std::string& precision = "fp32",
+                      double grad_clip, const std::string& precision = "fp32",
                       int64_t global_tokens = -1);
 
 // After a step that took no update (StepResult::stepped false): ", first non-finite gradient in
