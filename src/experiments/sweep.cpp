@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/fields.h"
+#include "train/run_plan.h"
 #include "train/summary.h"
 #include "util/error.h"
 #include "util/jobserver.h"
@@ -37,15 +38,6 @@ std::string slug(const std::string& name) {
   for (char c : name)
     out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '=' || c == '_') ? c : '_';
   return out;
-}
-
-// True when the table has rows, a status column, and every row's status is one of `allowed`.
-bool all_status(const Table& t, std::initializer_list<std::string_view> allowed) {
-  const int st = t.header.empty() ? -1 : column(t, "status");
-  if (st < 0 || t.rows.empty()) return false;
-  return std::all_of(t.rows.begin(), t.rows.end(), [&](const std::vector<std::string>& row) {
-    return st < static_cast<int>(row.size()) && std::find(allowed.begin(), allowed.end(), row[st]) != allowed.end();
-  });
 }
 
 std::string read_text(const fs::path& path) {
@@ -222,17 +214,6 @@ void write_shard_meta(const SweepOptions& opt, const std::vector<uint64_t>& seed
 }
 
 // Resume: a run whose summary says ok / diverged is kept as it is.
-bool finished_earlier(const std::string& dir, Table& rows) {
-  const std::string summary = (fs::path(dir) / "summary.csv").string();
-  if (!fs::exists(summary)) return false;
-  try {
-    rows = read_seed_rows(summary);
-  } catch (const InputError&) {
-    return false;
-  }
-  return all_status(rows, {"ok", "diverged"});
-}
-
 // Runs the runs as child processes, at most `jobs` at once (and each with a shared slot under
 // LMX_JOBSERVER), until all have ended or an interrupt stops starting new ones.
 class SweepScheduler {
@@ -266,7 +247,7 @@ class SweepScheduler {
     while (static_cast<int>(running_.size()) < jobs_ && next_ < runs_.size() && !signals::interrupted()) {
       const SweepRun& r = runs_[next_];
       Table kept;
-      if (opt_.resume && finished_earlier(r.dir, kept)) {
+      if (opt_.resume && train_out_finished(r.dir, kept)) {
         collect(next_, kept);
         status_[next_] = 0;
         ++res_.skipped;
@@ -284,21 +265,18 @@ class SweepScheduler {
   // `lmx train` for run i: resumed (its log appended) when an interrupted run left train.json.
   void start(size_t i) {
     const SweepRun& r = runs_[i];
-    std::vector<std::string> args = {"-q", "--threads", std::to_string(threads_), "train"};
-    bool append_log = false;
+    TrainChild child{r.config, r.seed, r.dir, threads_, false};
     if (opt_.resume) {
-      if (fs::exists(fs::path(r.dir) / "train.json")) {
-        args.insert(args.end(), {"--resume", r.dir});
-        append_log = true;
+      if (train_out_resumable(r.dir)) {
+        child.resume = true;
         ++res_.resumed;
       } else {
         std::error_code ec;
         fs::remove_all(r.dir, ec);  // never got going: start it afresh
       }
     }
-    if (!append_log) args.insert(args.end(), {r.config, "--seeds", std::to_string(r.seed), "--out", r.dir});
-    running_[spawn_self(args, r.log, append_log)] = i;
-    log::debug("sweep", "started {} seed {}{}", r.name, r.seed, append_log ? " (resume)" : "");
+    running_[spawn_self(train_child_args(child), r.log, /*append=*/child.resume)] = i;
+    log::debug("sweep", "started {} seed {}{}", r.name, r.seed, child.resume ? " (resume)" : "");
   }
 
   // Waits until a run ends (or, under LMX_JOBSERVER, another process frees a slot); false

@@ -190,4 +190,12 @@ std::string summary_markdown(const Table& seeds) {
   return t.markdown();
 }
 
+bool all_status(const Table& t, std::initializer_list<std::string_view> allowed) {
+  const int st = t.header.empty() ? -1 : column(t, "status");
+  if (st < 0 || t.rows.empty()) return false;
+  return std::all_of(t.rows.begin(), t.rows.end(), [&](const std::vector<std::string>& row) {
+    return st < static_cast<int>(row.size()) && std::find(allowed.begin(), allowed.end(), row[st]) != allowed.end();
+  });
+}
+
 }  // namespace lmx

@@ -3,7 +3,9 @@
 // Aggregation works on the per-seed table itself, so `train`, `sweep` (whose runs may be
 // separate processes) and merged shards all aggregate the same way.
 #pragma once
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.h"
@@ -23,6 +25,9 @@ Table seed_rows(const std::vector<SummaryRow>& rows);
 
 // Per-seed rows read back from a summary.csv (aggregate rows dropped).
 Table read_seed_rows(const std::string& summary_csv);
+
+// True when the table has rows, a status column, and every row's status is one of `allowed`.
+bool all_status(const Table& t, std::initializer_list<std::string_view> allowed);
 
 // seed rows + mean / std / min / max rows per name over the rows with status ok.
 Table with_aggregates(const Table& seeds);
