@@ -66,9 +66,10 @@ TEST_CASE("fused attention: outputs and gradients match the plain path", "[model
       std::shared_ptr<RoPEImpl> rope;
       torch::Tensor cos, sin;
       if (!cs.rope.empty()) {
-        ModelConfig c;
-        c.rope_layout = cs.rope;
-        rope = std::make_shared<RoPEImpl>(c, cs.D);
+        RopeOptions o;
+        o.dim = cs.D;
+        o.interleaved = cs.rope == "interleaved";
+        rope = std::make_shared<RoPEImpl>(o);
         std::tie(cos, sin) = rope->tables(cs.T, torch::kCPU);
       }
       auto qkv = torch::randn({3, cs.T, cs.H + 2 * cs.Hk, cs.D}, torch::requires_grad());

@@ -42,7 +42,7 @@ TEST_CASE("MHA against a per-head reference — GQA head h reads KV head h / (H/
   torch::NoGradGuard no_grad;
   ModelConfig c = small_attention("mha", "none");
   c.n_kv_heads = 2;
-  MultiHeadAttention gqa(c, make_position(c));
+  MultiHeadAttention gqa(attention_options(c), make_position(c));
   auto x = torch::randn({2, 6, 16});
   auto got = gqa->forward(x, 0, nullptr);
   // Reference: explicit loops over heads with the group mapping written out.
@@ -64,7 +64,7 @@ TEST_CASE("MHA against a per-head reference — GQA head h reads KV head h / (H/
   SECTION("an MHA whose KV heads copy the GQA groups gives the same output") {
     ModelConfig m = c;
     m.n_kv_heads = 0;
-    MultiHeadAttention mha(m, make_position(m));
+    MultiHeadAttention mha(attention_options(m), make_position(m));
     mha->q_proj->weight.copy_(gqa->q_proj->weight);
     mha->q_proj->bias.copy_(gqa->q_proj->bias);
     mha->o_proj->weight.copy_(gqa->o_proj->weight);

@@ -55,7 +55,7 @@ TEST_CASE("gated FFN computes W2·(φ(W1x) ⊙ W3x) with the resolved width", "[
   c.d_model = 8;
   c.d_ff = 0;  // auto: plain 32 -> gated round(2/3·32) = 21, rounded up to 4 -> 24
   c.d_ff_multiple = 4;
-  GatedFfn ffn(c, Activation::Silu);
+  GatedFfn ffn(ffn_options(c, /*gated=*/true), Activation::Silu);
   CHECK(ffn->gate_proj->weight.size(0) == 24);
   auto x = torch::randn({2, 3, 8});
   auto ref = torch::linear(torch::silu(torch::linear(x, ffn->gate_proj->weight, ffn->gate_proj->bias)) *
@@ -107,7 +107,7 @@ TEST_CASE("RoPE: the score depends only on the relative position — norms are k
   torch::manual_seed(2);
   const int64_t D = 64;
   for (const char* layout : {"half", "interleaved"}) {
-    RoPE rope(rope_cfg(layout), D);
+    RoPE rope(rope_options(rope_cfg(layout), D));
     auto q = torch::randn({1, 1, 1, D}), k = torch::randn({1, 1, 1, D});
     auto score = [&](int64_t m, int64_t n) {
       return (rope->rotate(q, m) * rope->rotate(k, n)).sum().item<double>();
@@ -124,7 +124,7 @@ TEST_CASE("RoPE: the score depends only on the relative position — norms are k
 TEST_CASE("RoPE: interleaved equals half-split after a fixed permutation", "[model][rope]") {
   torch::manual_seed(3);
   const int64_t D = 16;
-  RoPE half(rope_cfg("half"), D), inter(rope_cfg("interleaved"), D);
+  RoPE half(rope_options(rope_cfg("half"), D)), inter(rope_options(rope_cfg("interleaved"), D));
   // interleaved pair (2i, 2i+1) is half-split pair (i, i + D/2)
   std::vector<int64_t> perm(D);
   for (int64_t i = 0; i < D / 2; ++i) perm[i] = 2 * i, perm[i + D / 2] = 2 * i + 1;
@@ -140,11 +140,11 @@ TEST_CASE("RoPE scalings: linear, NTK-aware and YaRN", "[model][rope]") {
   const int64_t D = 16;
   auto x = torch::randn({1, 1, 1, D});
   SECTION("linear interpolation: position p with factor s is position p/s") {
-    RoPE plain(rope_cfg("half"), D), linear(rope_cfg("half", "linear", 4.0), D);
+    RoPE plain(rope_options(rope_cfg("half"), D)), linear(rope_options(rope_cfg("half", "linear", 4.0), D));
     CHECK(max_abs(linear->rotate(x, 12), plain->rotate(x, 3)) < 1e-6);
   }
   SECTION("NTK-aware: θ' = θ·s^(D/(D−2)): highest frequency kept, lowest divided by s") {
-    RoPE plain(rope_cfg("half"), D), ntk(rope_cfg("half", "ntk", 8.0), D);
+    RoPE plain(rope_options(rope_cfg("half"), D)), ntk(rope_options(rope_cfg("half", "ntk", 8.0), D));
     auto a = plain->inv_freq(), b = ntk->inv_freq();
     CHECK(b[0].item<double>() == Approx(1.0));
     CHECK(b[D / 2 - 1].item<double>() == Approx(a[D / 2 - 1].item<double>() / 8.0).epsilon(1e-12));
@@ -153,7 +153,7 @@ TEST_CASE("RoPE scalings: linear, NTK-aware and YaRN", "[model][rope]") {
     ModelConfig c = rope_cfg("half", "yarn", 4.0);
     c.rope_theta = 10000;
     c.rope_original_len = 64;
-    RoPE yarn(c, D);
+    RoPE yarn(rope_options(c, D));
     const double s = 4, base = 10000, L = 64, fast = 32, slow = 1;
     auto corr = [&](double rot) { return D * std::log(L / (rot * 2 * M_PI)) / (2 * std::log(base)); };
     double low = std::max(std::floor(corr(fast)), 0.0), high = std::min(std::ceil(corr(slow)), double(D - 1));

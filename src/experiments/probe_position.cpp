@@ -17,11 +17,11 @@ namespace {
 
 constexpr int64_t kDim = 64;
 
-ModelConfig rope_config(const std::string& layout) {
-  ModelConfig cfg;  // rope_theta 10000, no scaling
-  cfg.position = "rope";
-  cfg.rope_layout = layout;
-  return cfg;
+RopeOptions rope_layout(int64_t dim, bool interleaved) {
+  RopeOptions o;  // θ 10000, no scaling
+  o.dim = dim;
+  o.interleaved = interleaved;
+  return o;
 }
 
 // R_p x for a (D) vector -> (D).
@@ -39,7 +39,7 @@ ProbeResult probe_rope_relative(const ProbeOptions& opt) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(opt.seed);
   auto q = torch::randn({kDim}), k = torch::randn({kDim});  // (D) float32
-  RoPEImpl rope(rope_config("half"), kDim);
+  RoPEImpl rope(rope_layout(kDim, /*interleaved=*/false));
   const std::vector<std::pair<int64_t, int64_t>> pairs = {{3, 1}, {10, 8}, {100, 98}, {1000, 998}};
   auto pe = SinusoidalPositionImpl::table(1001, kDim);  // (L, D)
   Table t;
@@ -69,7 +69,7 @@ ProbeResult probe_rope_relative(const ProbeOptions& opt) {
 
 ProbeResult probe_rope_decay(const ProbeOptions&) {
   torch::NoGradGuard no_grad;
-  RoPEImpl rope(rope_config("half"), kDim);
+  RoPEImpl rope(rope_layout(kDim, /*interleaved=*/false));
   auto ones = torch::ones({kDim});
   Table t;
   t.header = {"distance", "score", "score / D", "reference Σ 2·cos(d·θ^(−2i/D))"};
@@ -87,7 +87,7 @@ ProbeResult probe_rope_decay(const ProbeOptions&) {
 ProbeResult probe_rope_layout(const ProbeOptions& opt) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(opt.seed);
-  RoPEImpl inter(rope_config("interleaved"), kDim), half(rope_config("half"), kDim);
+  RoPEImpl inter(rope_layout(kDim, /*interleaved=*/true)), half(rope_layout(kDim, /*interleaved=*/false));
   // Interleaved pair (2i, 2i+1) is half-split pair (i, i + D/2): v_half = v_int[perm].
   std::vector<int64_t> perm;
   for (int64_t i = 0; i < kDim; i += 2) perm.push_back(i);

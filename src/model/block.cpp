@@ -2,12 +2,11 @@
 
 namespace lmx {
 
-BlockImpl::BlockImpl(const ModelConfig& cfg, std::shared_ptr<Position> position)
-    : pre_norm_(cfg.norm_placement == "pre") {
-  self_attn = register_module("self_attn", make_attention(cfg, std::move(position)));
-  mlp = register_module("mlp", make_ffn(cfg));
-  input_layernorm = register_module("input_layernorm", make_norm(cfg, cfg.d_model));
-  post_attention_layernorm = register_module("post_attention_layernorm", make_norm(cfg, cfg.d_model));
+BlockImpl::BlockImpl(const BlockOptions& o, BlockParts parts) : pre_norm_(o.pre_norm) {
+  self_attn = register_module("self_attn", std::move(parts.self_attn));
+  mlp = register_module("mlp", std::move(parts.mlp));
+  input_layernorm = register_module("input_layernorm", std::move(parts.input_layernorm));
+  post_attention_layernorm = register_module("post_attention_layernorm", std::move(parts.post_attention_layernorm));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, int64_t start, std::vector<torch::Tensor>* cache) {

@@ -15,12 +15,20 @@
 #include "model/attention/attention.h"
 #include "model/ffn.h"
 #include "model/norm.h"
+#include "model/options.h"
 
 namespace lmx {
 
+// A block's four parts, built by the registry's factories (model/lm.cpp builds them in this order).
+struct BlockParts {
+  std::shared_ptr<Attention> self_attn;
+  std::shared_ptr<Ffn> mlp;
+  std::shared_ptr<Norm> input_layernorm, post_attention_layernorm;
+};
+
 class BlockImpl : public torch::nn::Module {
  public:
-  BlockImpl(const ModelConfig& cfg, std::shared_ptr<Position> position);
+  BlockImpl(const BlockOptions& o, BlockParts parts);
   // x (B, T, C) at positions [start, start + T); cache: this layer's KV tensors or null.
   torch::Tensor forward(const torch::Tensor& x, int64_t start, std::vector<torch::Tensor>* cache);
   // The same block on the stream x + branch (branch may be undefined), its output returned

@@ -134,10 +134,10 @@ bool wants_grad(const torch::Tensor& x) { return torch::GradMode::is_enabled() &
 
 }  // namespace
 
-PlainFfnImpl::PlainFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), beta_(cfg.swish_beta) {
-  const int64_t F = cfg.ffn_hidden(/*gated=*/false);
-  up_proj = register_module("up_proj", make_linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
-  down_proj = register_module("down_proj", make_linear(F, cfg.d_model, /*with_bias=*/cfg.bias));
+PlainFfnImpl::PlainFfnImpl(const FfnOptions& o, Activation act) : act_(act), beta_(o.swish_beta) {
+  const int64_t F = o.hidden;
+  up_proj = register_module("up_proj", make_linear(o.d_model, F, /*with_bias=*/o.bias));
+  down_proj = register_module("down_proj", make_linear(F, o.d_model, /*with_bias=*/o.bias));
 }
 
 torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
@@ -158,11 +158,11 @@ torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
   return linear_2d(h, down_proj).view(shape);  // (B, T, C)
 }
 
-GatedFfnImpl::GatedFfnImpl(const ModelConfig& cfg, Activation act) : act_(act), beta_(cfg.swish_beta) {
-  const int64_t F = cfg.ffn_hidden(/*gated=*/true);
-  gate_proj = register_module("gate_proj", make_linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
-  up_proj = register_module("up_proj", make_linear(cfg.d_model, F, /*with_bias=*/cfg.bias));
-  down_proj = register_module("down_proj", make_linear(F, cfg.d_model, /*with_bias=*/cfg.bias));
+GatedFfnImpl::GatedFfnImpl(const FfnOptions& o, Activation act) : act_(act), beta_(o.swish_beta) {
+  const int64_t F = o.hidden;
+  gate_proj = register_module("gate_proj", make_linear(o.d_model, F, /*with_bias=*/o.bias));
+  up_proj = register_module("up_proj", make_linear(o.d_model, F, /*with_bias=*/o.bias));
+  down_proj = register_module("down_proj", make_linear(F, o.d_model, /*with_bias=*/o.bias));
 }
 
 torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {

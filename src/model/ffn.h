@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "kernels/cpu_kernels.h"
+#include "model/options.h"
 
 namespace lmx {
 
@@ -38,7 +39,7 @@ class Ffn : public torch::nn::Module {
 // W2·φ(W1x): up_proj = W1 (C -> F), down_proj = W2 (F -> C).
 class PlainFfnImpl : public Ffn {
  public:
-  PlainFfnImpl(const ModelConfig& cfg, Activation act);
+  PlainFfnImpl(const FfnOptions& o, Activation act);
   torch::Tensor forward(const torch::Tensor& x) override;
   kernels::ActOp op() const { return {act_, static_cast<float>(beta_)}; }  // φ as the fused kernel takes it
 
@@ -53,7 +54,7 @@ TORCH_MODULE(PlainFfn);
 // W2·(φ(W1x) ⊙ W3x): gate_proj = W1, up_proj = W3 (both C -> F), down_proj = W2 (F -> C).
 class GatedFfnImpl : public Ffn {
  public:
-  GatedFfnImpl(const ModelConfig& cfg, Activation act);
+  GatedFfnImpl(const FfnOptions& o, Activation act);
   torch::Tensor forward(const torch::Tensor& x) override;
   kernels::ActOp op() const { return {act_, static_cast<float>(beta_)}; }  // φ as the fused kernel takes it
 

@@ -31,9 +31,10 @@ class DecoderImpl : public torch::nn::Module {};
 // The output head; with tied embeddings it holds only the bias and reads the embedding matrix.
 class LmHeadImpl : public torch::nn::Module {
  public:
-  LmHeadImpl(const ModelConfig& cfg, torch::Tensor tied_weight) {
-    weight = cfg.tie_embeddings ? tied_weight : register_parameter("weight", torch::zeros({cfg.vocab_size, cfg.d_model}));
-    if (cfg.bias) bias = register_parameter("bias", torch::zeros({cfg.vocab_size}));
+  // tied_weight undefined: a (vocab, d_model) matrix of its own.
+  LmHeadImpl(int64_t vocab, int64_t d_model, bool with_bias, torch::Tensor tied_weight) {
+    weight = tied_weight.defined() ? tied_weight : register_parameter("weight", torch::zeros({vocab, d_model}));
+    if (with_bias) bias = register_parameter("bias", torch::zeros({vocab}));
   }
   torch::Tensor forward(const torch::Tensor& x) { return linear_2d(x, weight, bias); }  // (B, T, V)
 
@@ -76,12 +77,16 @@ ModernLMImpl::ModernLMImpl(const ModelConfig& cfg) : cfg_(cfg), parts_(std::make
     // A per-layer scheme (T5 bias) gets a table per layer, or with t5_shared one table that
     // layer 0 owns (T5: "model.layers.0.self_attn.relative_attention_bias") and every layer reads.
     auto layer_position = p.position->per_layer() && !(registry::position(cfg).bucket_table && cfg.t5_shared) ? make_position(cfg) : p.position;
-    auto block = std::make_shared<BlockImpl>(cfg, layer_position);
+    // Built in this order (each construction draws from the RNG): attention, FFN, the two norms.
+    BlockParts parts{make_attention(cfg, layer_position), make_ffn(cfg), make_norm(cfg, cfg.d_model),
+                     make_norm(cfg, cfg.d_model)};
+    auto block = std::make_shared<BlockImpl>(block_options(cfg), std::move(parts));
     layers->push_back(block);
     p.layers.push_back(block);
   }
-  if (cfg.norm_placement == "pre") p.norm = p.model->register_module("norm", make_norm(cfg, cfg.d_model));
-  p.lm_head = register_module("lm_head", std::make_shared<LmHeadImpl>(cfg, p.embed_tokens->weight));
+  if (block_options(cfg).pre_norm) p.norm = p.model->register_module("norm", make_norm(cfg, cfg.d_model));
+  p.lm_head = register_module("lm_head", std::make_shared<LmHeadImpl>(cfg.vocab_size, cfg.d_model, cfg.bias,
+                                                                         cfg.tie_embeddings ? p.embed_tokens->weight : torch::Tensor()));
   init_weights(*this, cfg);
 }
 

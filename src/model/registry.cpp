@@ -8,6 +8,7 @@
 #include "model/attention/attention.h"
 #include "model/ffn.h"
 #include "model/norm.h"
+#include "model/options.h"
 #include "model/position/absolute.h"
 #include "model/position/alibi.h"
 #include "model/position/position.h"
@@ -28,9 +29,9 @@ struct Row {
 using registry::FfnMake, registry::NormMake, registry::AttentionMake, registry::PositionMake;
 
 template <Activation A>
-std::shared_ptr<Ffn> plain(const ModelConfig& c) { return std::make_shared<PlainFfnImpl>(c, A); }
+std::shared_ptr<Ffn> plain(const ModelConfig& c) { return std::make_shared<PlainFfnImpl>(ffn_options(c, false), A); }
 template <Activation A>
-std::shared_ptr<Ffn> gated(const ModelConfig& c) { return std::make_shared<GatedFfnImpl>(c, A); }
+std::shared_ptr<Ffn> gated(const ModelConfig& c) { return std::make_shared<GatedFfnImpl>(ffn_options(c, true), A); }
 
 std::vector<Row<FfnMake>>& ffn_table() {
   static std::vector<Row<FfnMake>> rows = {
@@ -60,10 +61,10 @@ std::vector<Row<AttentionMake>>& attention_table() {
   static std::vector<Row<AttentionMake>> rows = {
       {"mha",
        [](const ModelConfig& c, std::shared_ptr<Position> p) -> std::shared_ptr<Attention> {
-         return std::make_shared<MultiHeadAttentionImpl>(c, std::move(p)); }},
+         return std::make_shared<MultiHeadAttentionImpl>(attention_options(c), std::move(p)); }},
       {"mla",
        [](const ModelConfig& c, std::shared_ptr<Position> p) -> std::shared_ptr<Attention> {
-         return std::make_shared<MultiHeadLatentAttentionImpl>(c, std::move(p)); }},
+         return std::make_shared<MultiHeadLatentAttentionImpl>(mla_options(c), std::move(p)); }},
   };
   return rows;
 }
@@ -81,7 +82,7 @@ std::vector<Row<PositionMake>>& position_table() {
          return std::make_shared<T5BiasImpl>(c.n_heads, c.t5_num_buckets, c.t5_max_distance); }},
       {"rope",
        [](const ModelConfig& c) -> std::shared_ptr<Position> {
-         return std::make_shared<RoPEImpl>(c, registry::attention(c).latent ? c.mla_rope_dim : c.dim_head()); }},
+         return std::make_shared<RoPEImpl>(rope_options(c, registry::attention(c).latent ? c.mla_rope_dim : c.dim_head())); }},
       {"alibi",
        [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<ALiBiImpl>(c.n_heads); }},
   };

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "model/options.h"
 #include "model/position/position.h"
 
 namespace lmx {
@@ -55,7 +56,7 @@ torch::Tensor append_to_cache(std::vector<torch::Tensor>* cache, size_t slot, co
 // Query head h reads KV head h / (H / Hk). Cache: [k (B, Hk, Tk, D) after RoPE, v (B, Hk, Tk, D)].
 class MultiHeadAttentionImpl : public Attention {
  public:
-  MultiHeadAttentionImpl(const ModelConfig& cfg, std::shared_ptr<Position> position);
+  MultiHeadAttentionImpl(const AttentionOptions& o, std::shared_ptr<Position> position);
   torch::Tensor forward(const torch::Tensor& x, int64_t start, std::vector<torch::Tensor>* cache) override;
   // The fused kernel's case: rotate-only positions (NoPE, absolute, RoPE over the whole head).
   bool takes_packed(const torch::Tensor& x) const override;
@@ -81,11 +82,11 @@ TORCH_MODULE(MultiHeadAttention);
 //   up        per head [k_nope (D) | v (D)] = kv_b_proj(c): W_UK and W_UV stacked per head
 //   scores    (q_nope·k_nope + RoPE(q_pe)·RoPE(k_pe)) / √(D + R); out = o_proj(concat_h P·v)
 // Cache: [c (B, Tk, r), k_pe (B, Tk, R) after RoPE] — r + R numbers per token per layer.
-// naive path: recover k_nope and v from c; absorbed path (cfg.mla_absorb): q_nope·W_UK·c and
+// naive path: recover k_nope and v from c; absorbed path (model.mla_absorb): q_nope·W_UK·c and
 // (P·c)·W_UVᵀ, never forming k or v. Both give the same outputs (biases included).
 class MultiHeadLatentAttentionImpl : public Attention {
  public:
-  MultiHeadLatentAttentionImpl(const ModelConfig& cfg, std::shared_ptr<Position> position);
+  MultiHeadLatentAttentionImpl(const MlaOptions& o, std::shared_ptr<Position> position);
   torch::Tensor forward(const torch::Tensor& x, int64_t start, std::vector<torch::Tensor>* cache) override;
   int64_t cached_per_token() const override { return kv_rank_ + rope_dim_; }
 
@@ -97,7 +98,7 @@ class MultiHeadLatentAttentionImpl : public Attention {
   // absorption (R_i q)ᵀW_UK·c_j / √D, which loses R_j — a large difference. (B, H, T, T) each.
   std::pair<torch::Tensor, torch::Tensor> rope_on_keys_scores(const torch::Tensor& x);
 
-  bool absorb = false;  // path used by forward; starts as cfg.mla_absorb
+  bool absorb = false;  // path used by forward; starts as MlaOptions::absorb (model.mla_absorb)
   torch::nn::Linear q_proj{nullptr}, q_a_proj{nullptr}, q_b_proj{nullptr};
   torch::nn::Linear kv_a_proj_with_mqa{nullptr}, kv_b_proj{nullptr}, o_proj{nullptr};
   // RMSNorms on the latents (model.mla_latent_norm), as DeepSeek-V2; null when off.
@@ -114,7 +115,7 @@ class MultiHeadLatentAttentionImpl : public Attention {
   torch::Tensor w_uk();  // (H, D, r)
   torch::Tensor w_uv();  // (H, D, r)
 
-  const ModelConfig cfg_;
+  const RopeOptions nope_rope_;
   int64_t n_heads_, head_dim_, kv_rank_, q_rank_, rope_dim_;
 };
 TORCH_MODULE(MultiHeadLatentAttention);

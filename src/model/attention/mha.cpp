@@ -11,13 +11,13 @@
 
 namespace lmx {
 
-MultiHeadAttentionImpl::MultiHeadAttentionImpl(const ModelConfig& cfg, std::shared_ptr<Position> position)
-    : n_heads_(cfg.n_heads), n_kv_heads_(cfg.kv_heads()), head_dim_(cfg.dim_head()) {
-  const int64_t C = cfg.d_model, H = n_heads_, Hk = n_kv_heads_, D = head_dim_;
-  q_proj = register_module("q_proj", make_linear(C, H * D, /*with_bias=*/cfg.bias));
-  k_proj = register_module("k_proj", make_linear(C, Hk * D, /*with_bias=*/cfg.bias));
-  v_proj = register_module("v_proj", make_linear(C, Hk * D, /*with_bias=*/cfg.bias));
-  o_proj = register_module("o_proj", make_linear(H * D, C, /*with_bias=*/cfg.bias));
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o, std::shared_ptr<Position> position)
+    : n_heads_(o.n_heads), n_kv_heads_(o.n_kv_heads), head_dim_(o.head_dim) {
+  const int64_t C = o.d_model, H = n_heads_, Hk = n_kv_heads_, D = head_dim_;
+  q_proj = register_module("q_proj", make_linear(C, H * D, /*with_bias=*/o.bias));
+  k_proj = register_module("k_proj", make_linear(C, Hk * D, /*with_bias=*/o.bias));
+  v_proj = register_module("v_proj", make_linear(C, Hk * D, /*with_bias=*/o.bias));
+  o_proj = register_module("o_proj", make_linear(H * D, C, /*with_bias=*/o.bias));
   attach_position(std::move(position));
 }
 

@@ -13,26 +13,26 @@
 
 namespace lmx {
 
-MultiHeadLatentAttentionImpl::MultiHeadLatentAttentionImpl(const ModelConfig& cfg, std::shared_ptr<Position> position)
-    : absorb(cfg.mla_absorb),
-      cfg_(cfg),
-      n_heads_(cfg.n_heads),
-      head_dim_(cfg.dim_head()),
-      kv_rank_(cfg.mla_kv_rank),
-      q_rank_(cfg.mla_q_rank),
-      rope_dim_(registry::position(cfg).rotary ? cfg.mla_rope_dim : 0) {
-  const int64_t C = cfg.d_model, H = n_heads_, D = head_dim_, R = rope_dim_;
+MultiHeadLatentAttentionImpl::MultiHeadLatentAttentionImpl(const MlaOptions& o, std::shared_ptr<Position> position)
+    : absorb(o.absorb),
+      nope_rope_(o.nope_rope),
+      n_heads_(o.n_heads),
+      head_dim_(o.head_dim),
+      kv_rank_(o.kv_rank),
+      q_rank_(o.q_rank),
+      rope_dim_(o.rope_dim) {
+  const int64_t C = o.d_model, H = n_heads_, D = head_dim_, R = rope_dim_;
   if (q_rank_ > 0) {
-    q_a_proj = register_module("q_a_proj", make_linear(C, q_rank_, /*with_bias=*/cfg.bias));
-    if (cfg.mla_latent_norm) q_a_layernorm = register_module("q_a_layernorm", std::make_shared<RMSNormImpl>(q_rank_, cfg.norm_eps));
-    q_b_proj = register_module("q_b_proj", make_linear(q_rank_, H * (D + R), /*with_bias=*/cfg.bias));
+    q_a_proj = register_module("q_a_proj", make_linear(C, q_rank_, /*with_bias=*/o.bias));
+    if (o.latent_norm) q_a_layernorm = register_module("q_a_layernorm", std::make_shared<RMSNormImpl>(q_rank_, o.norm_eps));
+    q_b_proj = register_module("q_b_proj", make_linear(q_rank_, H * (D + R), /*with_bias=*/o.bias));
   } else {
-    q_proj = register_module("q_proj", make_linear(C, H * (D + R), /*with_bias=*/cfg.bias));
+    q_proj = register_module("q_proj", make_linear(C, H * (D + R), /*with_bias=*/o.bias));
   }
-  kv_a_proj_with_mqa = register_module("kv_a_proj_with_mqa", make_linear(C, kv_rank_ + R, /*with_bias=*/cfg.bias));
-  if (cfg.mla_latent_norm) kv_a_layernorm = register_module("kv_a_layernorm", std::make_shared<RMSNormImpl>(kv_rank_, cfg.norm_eps));
-  kv_b_proj = register_module("kv_b_proj", make_linear(kv_rank_, H * 2 * D, /*with_bias=*/cfg.bias));
-  o_proj = register_module("o_proj", make_linear(H * D, C, /*with_bias=*/cfg.bias));
+  kv_a_proj_with_mqa = register_module("kv_a_proj_with_mqa", make_linear(C, kv_rank_ + R, /*with_bias=*/o.bias));
+  if (o.latent_norm) kv_a_layernorm = register_module("kv_a_layernorm", std::make_shared<RMSNormImpl>(kv_rank_, o.norm_eps));
+  kv_b_proj = register_module("kv_b_proj", make_linear(kv_rank_, H * 2 * D, /*with_bias=*/o.bias));
+  o_proj = register_module("o_proj", make_linear(H * D, C, /*with_bias=*/o.bias));
   attach_position(std::move(position));
 }
 
@@ -113,7 +113,7 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadLatentAttentionImpl::rope_on_ke
   const int64_t B = x.size(0), T = x.size(1), H = n_heads_, D = head_dim_;
   if (D % 2 != 0)
     throw InputError(fmt::format("rope_on_keys_scores rotates the {}-wide head: it needs an even model.head_dim", D));
-  RoPEImpl rope(cfg_, D);  // RoPE over the whole nope part, as without decoupling
+  RoPEImpl rope(nope_rope_);  // RoPE over the whole nope part, as without decoupling
   auto p = project(x, /*start=*/0);
   auto q = rope.rotate(p.q_nope, 0);                                   // (B, H, T, D) R_i q
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));

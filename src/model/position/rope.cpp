@@ -24,19 +24,16 @@ torch::Tensor yarn_interpolation_ramp(int64_t dim, double theta, int64_t origina
   return ((i - low) / (high - low)).clamp(0, 1);  // 0 below low (kept), 1 above high (interpolated)
 }
 
-RoPEImpl::RoPEImpl(const ModelConfig& cfg, int64_t dim)
-    : dim_(dim), interleaved_(cfg.rope_layout == "interleaved"), min_len_(cfg.max_seq_len) {
-  const double s = cfg.rope_factor;
-  double theta = cfg.rope_theta;
-  if (cfg.rope_scaling == "ntk" && dim > 2) theta *= std::pow(s, static_cast<double>(dim) / (dim - 2));
+RoPEImpl::RoPEImpl(const RopeOptions& o) : dim_(o.dim), interleaved_(o.interleaved), min_len_(o.table_len) {
+  const int64_t dim = o.dim;
+  const double s = o.factor;
+  double theta = o.theta;
+  if (o.scaling == RopeScaling::Ntk && dim > 2) theta *= std::pow(s, static_cast<double>(dim) / (dim - 2));
   auto two_i = torch::arange(0, dim - dim % 2, 2, torch::kFloat64);
   inv_freq_ = torch::pow(theta, -two_i / dim);  // (D/2) ω_i = θ^(−2i/D)
-  if (cfg.rope_scaling == "linear") position_scale_ = s;
-  if (cfg.rope_scaling == "yarn") {
-    const int64_t original = cfg.rope_original_len > 0
-                                 ? cfg.rope_original_len
-                                 : static_cast<int64_t>(cfg.max_seq_len / s);
-    auto ramp = yarn_interpolation_ramp(dim, theta, original, cfg.yarn_beta_fast, cfg.yarn_beta_slow);
+  if (o.scaling == RopeScaling::Linear) position_scale_ = s;
+  if (o.scaling == RopeScaling::Yarn) {
+    auto ramp = yarn_interpolation_ramp(dim, theta, o.original_len, o.beta_fast, o.beta_slow);
     inv_freq_ = inv_freq_ / s * ramp + inv_freq_ * (1 - ramp);
     mscale_ = s > 1 ? 0.1 * std::log(s) + 1.0 : 1.0;
   }

@@ -13,14 +13,14 @@
 #pragma once
 #include <utility>
 
+#include "model/options.h"
 #include "model/position/position.h"
 
 namespace lmx {
 
 class RoPEImpl : public Position {
  public:
-  // dim: the rotated width (head dim; MLA: mla_rope_dim).
-  RoPEImpl(const ModelConfig& cfg, int64_t dim);
+  explicit RoPEImpl(const RopeOptions& o);
   const char* module_name() const override { return "rotary_emb"; }
   torch::Tensor rotate(const torch::Tensor& x, int64_t start) override;
 
