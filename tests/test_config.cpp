@@ -195,3 +195,48 @@ TEST_CASE("docs/CONFIG.md is the field table as the code has it", "[config]") {
   INFO("regenerate with: build/lmx config fields --doc > docs/CONFIG.md");
   CHECK(doc.find(table) != std::string::npos);
 }
+
+namespace {
+// One option enum: its names are the field's choices, each parses to its own value and back,
+// and a name outside the list is an InputError naming the key and the valid values.
+template <class E>
+void check_option(size_t count) {
+  const auto& names = OptionNames<E>::names();
+  INFO(OptionNames<E>::key);
+  REQUIRE(names.size() == count);
+  const Field* f = find_field(OptionNames<E>::key);
+  REQUIRE(f);
+  REQUIRE(f->choices);
+  CHECK(f->choices() == names);
+  for (size_t i = 0; i < names.size(); ++i) {
+    CHECK(parse_option<E>(names[i]) == static_cast<E>(i));
+    CHECK(option_name(static_cast<E>(i)) == names[i]);
+  }
+  try {
+    parse_option<E>("no_such_value");
+    FAIL("parsed an unknown name");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    CHECK(what.find(OptionNames<E>::key) != std::string::npos);
+    CHECK(what.find("'no_such_value'") != std::string::npos);
+    CHECK(what.find(names.back()) != std::string::npos);
+  }
+}
+}  // namespace
+
+TEST_CASE("option names: each enum's list is its field's choices, parsed both ways", "[config]") {
+  check_option<NormPlacement>(2);
+  check_option<RopeLayout>(2);
+  check_option<RopeScaling>(4);
+  check_option<TiedInit>(2);
+  check_option<InitScheme>(2);
+  check_option<EmbedScale>(2);
+  check_option<Schedule>(3);
+  check_option<Precision>(2);
+  check_option<DataKind>(2);
+  check_option<TokenizerKind>(2);
+  // The enum order the code relies on.
+  CHECK(parse_option<RopeScaling>("yarn") == RopeScaling::Yarn);
+  CHECK(parse_option<EmbedScale>("sqrt_d") == EmbedScale::SqrtD);
+  CHECK(parse_option<InitScheme>("torch_default") == InitScheme::TorchDefault);
+}

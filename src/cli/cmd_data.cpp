@@ -110,7 +110,7 @@ void print_stats(const Config& cfg) {
                              st.unigram_ppl());
   }
   std::cout << "(nll: mean nats per predicted token, <eos> included; unigram: add-one smoothed train counts)\n";
-  if (corpus.kind == "text") {  // tokens per byte of text (<bos>/<eos> not counted)
+  if (parse_option<DataKind>(corpus.kind) == DataKind::Text) {  // tokens per byte of text (<bos>/<eos> not counted)
     std::cout << "\ntokens per byte:";
     for (Split s : {Split::Train, Split::Val, Split::Test}) {
       int64_t tokens = 0, bytes = 0;
@@ -153,7 +153,7 @@ void print_stats(const Config& cfg) {
 
 void print_sample(const Config& cfg, int n) {
   using namespace data;
-  if (cfg.data.kind != "garden") {
+  if (parse_option<DataKind>(cfg.data.kind) != DataKind::Garden) {
     Corpus corpus = load_corpus(cfg.data);
     std::cout << "(text has no true distribution: documents only)\n";
     for (size_t i = 0; i < std::min<size_t>(n, corpus.train.size()); ++i)
@@ -183,7 +183,7 @@ int run_data_stats(const DataStatsOptions& o, const Globals& g) {
 
 int run_data_tokenizer(const DataTokenizerOptions& o, const Globals& g) {
   Config cfg = load_data_config(o.path, o.sets, g);
-  if (cfg.data.kind != "text")
+  if (parse_option<DataKind>(cfg.data.kind) != DataKind::Text)
     throw InputError(fmt::format("{}: data.kind is {}; a tokenizer is trained on text", cfg.source, cfg.data.kind));
   std::string path = cfg.data.tokenizer_model;
   if (path.empty())  // a bytes config: the default place beside it
@@ -193,7 +193,7 @@ int run_data_tokenizer(const DataTokenizerOptions& o, const Globals& g) {
   auto t = data::Tokenizer::load(path);
   std::cout << fmt::format("{}: SentencePiece {} with {} pieces, trained on {} training documents (hash {})\n", path,
                            o.type, t->size(), texts.size(), t->hash());
-  if (cfg.data.tokenizer != "sentencepiece")
+  if (parse_option<TokenizerKind>(cfg.data.tokenizer) != TokenizerKind::SentencePiece)
     log::info("data", "set data.tokenizer: sentencepiece in {} to use it", cfg.source);
   return 0;
 }

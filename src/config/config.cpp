@@ -20,6 +20,35 @@ namespace fs = std::filesystem;
 
 namespace lmx {
 
+template <class E>
+E parse_option(const std::string& name) {
+  const auto& names = OptionNames<E>::names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return static_cast<E>(i);
+  throw InputError(fmt::format("{}: unknown value '{}'; valid: {}", OptionNames<E>::key, name, join(names)));
+}
+
+#define LMX_OPTION(E, KEY, ...)                                   \
+  template <>                                                     \
+  const char* OptionNames<E>::key = KEY;                          \
+  template <>                                                     \
+  const std::vector<std::string>& OptionNames<E>::names() {       \
+    static const std::vector<std::string> list = {__VA_ARGS__};   \
+    return list;                                                  \
+  }                                                               \
+  template E parse_option<E>(const std::string&);
+LMX_OPTION(NormPlacement, "model.norm_placement", "pre", "post")
+LMX_OPTION(RopeLayout, "model.rope_layout", "half", "interleaved")
+LMX_OPTION(RopeScaling, "model.rope_scaling", "none", "linear", "ntk", "yarn")
+LMX_OPTION(TiedInit, "model.tied_init", "embedding", "linear")
+LMX_OPTION(InitScheme, "model.init", "normal", "torch_default")
+LMX_OPTION(EmbedScale, "model.embed_scale", "1", "sqrt_d")
+LMX_OPTION(Schedule, "train.schedule", "constant", "cosine", "linear")
+LMX_OPTION(Precision, "train.precision", "fp32", "bf16")
+LMX_OPTION(DataKind, "data.kind", "garden", "text")
+LMX_OPTION(TokenizerKind, "data.tokenizer", "bytes", "sentencepiece")
+#undef LMX_OPTION
+
 int ModelConfig::ffn_hidden(bool gated) const {
   if (d_ff > 0) return d_ff;
   const long long plain = d_ff_plain > 0 ? d_ff_plain : 4LL * d_model;

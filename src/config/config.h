@@ -95,6 +95,53 @@ struct DataConfig {
   int pronoun_window = 5;        // pronoun metric: "far" means the subject is > W tokens back
 };
 
+// The fixed-choice options, parsed: code asks parse_option<RopeScaling>(cfg.model.rope_scaling)
+// for an enum, never compares the name. Each enum's names (in enum order) are the one
+// list that the field table offers as the key's choices (fields.cpp) and that the accessors
+// parse; a test checks both. A name outside the list (a config built in code, not validated)
+// is an InputError naming the key and the valid values.
+enum class NormPlacement { Pre, Post };
+enum class RopeLayout { Half, Interleaved };
+enum class RopeScaling { None, Linear, Ntk, Yarn };
+enum class TiedInit { Embedding, Linear };
+enum class InitScheme { Normal, TorchDefault };
+enum class EmbedScale { One, SqrtD };
+enum class Schedule { Constant, Cosine, Linear };
+enum class Precision { Fp32, Bf16 };
+enum class DataKind { Garden, Text };
+enum class TokenizerKind { Bytes, SentencePiece };
+
+// The names of E's values in enum order, and the config key they belong to.
+template <class E>
+struct OptionNames {
+  static const char* key;
+  static const std::vector<std::string>& names();
+};
+// The value a name stands for; InputError for a name not in the list.
+template <class E>
+E parse_option(const std::string& name);
+// The name of a value.
+template <class E>
+const std::string& option_name(E value) { return OptionNames<E>::names().at(static_cast<size_t>(value)); }
+
+#define LMX_OPTION_DECLARE(E)                                   \
+  template <>                                                   \
+  const char* OptionNames<E>::key;                              \
+  template <>                                                   \
+  const std::vector<std::string>& OptionNames<E>::names();      \
+  extern template E parse_option<E>(const std::string&);
+LMX_OPTION_DECLARE(NormPlacement)
+LMX_OPTION_DECLARE(RopeLayout)
+LMX_OPTION_DECLARE(RopeScaling)
+LMX_OPTION_DECLARE(TiedInit)
+LMX_OPTION_DECLARE(InitScheme)
+LMX_OPTION_DECLARE(EmbedScale)
+LMX_OPTION_DECLARE(Schedule)
+LMX_OPTION_DECLARE(Precision)
+LMX_OPTION_DECLARE(DataKind)
+LMX_OPTION_DECLARE(TokenizerKind)
+#undef LMX_OPTION_DECLARE
+
 struct Config {
   std::string name = "lmx";      // run name: the config file's stem
   std::string source;            // the file it came from (for messages)

@@ -118,14 +118,7 @@ Corpus garden_corpus(const DataConfig& cfg) {
 }  // namespace
 
 Corpus load_corpus(const DataConfig& cfg) {
-  Corpus c;
-  if (cfg.kind == "garden") {
-    c = garden_corpus(cfg);
-  } else if (cfg.kind == "text") {
-    c = load_text_corpus(cfg);
-  } else {
-    throw InputError(fmt::format("data.kind: unknown value '{}'; valid: garden, text", cfg.kind));
-  }
+  Corpus c = parse_option<DataKind>(cfg.kind) == DataKind::Garden ? garden_corpus(cfg) : load_text_corpus(cfg);
   log::debug("data", "{} corpus: vocab {}, train/val/test {}/{}/{} documents", c.kind, c.vocab.size(),
              c.train.size(), c.val.size(), c.test.size());
   return c;
@@ -134,14 +127,12 @@ Corpus load_corpus(const DataConfig& cfg) {
 Corpus load_vocabulary(const DataConfig& cfg) {
   Corpus c;
   c.kind = cfg.kind;
-  if (cfg.kind == "garden") {
+  if (parse_option<DataKind>(cfg.kind) == DataKind::Garden) {
     auto garden = Garden::load(cfg.grammar);
     c.vocab = garden->vocab();
     c.truth = garden;
-  } else if (cfg.kind == "text") {
-    c.vocab = text_vocab(cfg);
   } else {
-    throw InputError(fmt::format("data.kind: unknown value '{}'; valid: garden, text", cfg.kind));
+    c.vocab = text_vocab(cfg);
   }
   return c;
 }

@@ -86,7 +86,7 @@ std::vector<int> assign_splits(const DataConfig& cfg, size_t n) {
   return which;
 }
 
-bool subwords(const DataConfig& cfg) { return cfg.tokenizer == "sentencepiece"; }
+bool subwords(const DataConfig& cfg) { return parse_option<TokenizerKind>(cfg.tokenizer) == TokenizerKind::SentencePiece; }
 
 }  // namespace
 

@@ -81,12 +81,12 @@ std::string hf_llama_blocker(const ModelConfig& m) {
   if (!registry::attention(m).llama)
     return fmt::format("model.attention is {} (Llama: {}, i.e. MHA/GQA/MQA)", m.attention, llama_name(Kind::Attention));
   if (!registry::norm(m).llama) return fmt::format("model.norm is {} (Llama: {})", m.norm, llama_name(Kind::Norm));
-  if (m.norm_placement != "pre") return fmt::format("model.norm_placement is {} (Llama: pre)", m.norm_placement);
+  if (parse_option<NormPlacement>(m.norm_placement) != NormPlacement::Pre) return fmt::format("model.norm_placement is {} (Llama: pre)", m.norm_placement);
   if (!registry::ffn(m).llama) return fmt::format("model.ffn is {} (Llama: {})", m.ffn, llama_name(Kind::Ffn));
   if (!registry::position(m).llama) return fmt::format("model.position is {} (Llama: {})", m.position, llama_name(Kind::Position));
   if (m.bias) return "model.bias is true (Llama: no biases)";
-  if (m.embed_scale != "1") return fmt::format("model.embed_scale is {} (Llama: unscaled token embeddings)", m.embed_scale);
-  if (m.rope_scaling != "none" && m.rope_scaling != "linear" && m.rope_scaling != "ntk")
+  if (parse_option<EmbedScale>(m.embed_scale) != EmbedScale::One) return fmt::format("model.embed_scale is {} (Llama: unscaled token embeddings)", m.embed_scale);
+  if (parse_option<RopeScaling>(m.rope_scaling) == RopeScaling::Yarn)
     return fmt::format("model.rope_scaling is {} (exported: none, linear, ntk; Hugging Face reads yarn's trained "
                        "length differently across transformers versions)", m.rope_scaling);
   return "";
@@ -94,7 +94,7 @@ std::string hf_llama_blocker(const ModelConfig& m) {
 
 double hf_rope_theta(const ModelConfig& m) {
   const int64_t D = m.dim_head();
-  if (m.rope_scaling != "ntk" || D <= 2) return m.rope_theta;
+  if (parse_option<RopeScaling>(m.rope_scaling) != RopeScaling::Ntk || D <= 2) return m.rope_theta;
   return m.rope_theta * std::pow(m.rope_factor, static_cast<double>(D) / (D - 2));
 }
 
@@ -124,7 +124,7 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data:
   j["hidden_act"] = "silu";
   j["rms_norm_eps"] = m.norm_eps;
   j["rope_theta"] = hf_rope_theta(m);
-  if (m.rope_scaling == "linear")
+  if (parse_option<RopeScaling>(m.rope_scaling) == RopeScaling::Linear)
     j["rope_scaling"] = {{"rope_type", "linear"}, {"type", "linear"}, {"factor", m.rope_factor}};
   else
     j["rope_scaling"] = nullptr;
@@ -147,7 +147,7 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data:
   NamedTensors tensors;
   for (const auto& p : model->named_parameters()) {
     torch::Tensor t = p.value();
-    if (m.rope_layout == "interleaved" && is_qk_projection(p.key())) t = interleaved_to_half(t, D);
+    if (parse_option<RopeLayout>(m.rope_layout) == RopeLayout::Interleaved && is_qk_projection(p.key())) t = interleaved_to_half(t, D);
     tensors.push_back({p.key(), t});
   }
   std::error_code ec;

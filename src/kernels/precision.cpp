@@ -5,6 +5,7 @@
 
 #include <atomic>
 
+#include "config/config.h"
 #include "util/log.h"
 
 namespace lmx {
@@ -52,11 +53,11 @@ c10::ScalarType autocast_dtype(c10::DeviceType d) {
 }  // namespace
 
 bool autocasts(const std::string& precision, c10::DeviceType device) {
-  return precision == "bf16" && (device != c10::DeviceType::CPU || !gemm::bf16_unavailable().empty());
+  return parse_option<Precision>(precision) == Precision::Bf16 && (device != c10::DeviceType::CPU || !gemm::bf16_unavailable().empty());
 }
 
 AutocastGuard::AutocastGuard(const std::string& precision, c10::DeviceType device) : device_(device) {
-  if (precision != "bf16") return;
+  if (parse_option<Precision>(precision) != Precision::Bf16) return;
   if (!autocasts(precision, device)) {
     bf16_gemms_.emplace();
     return;

@@ -23,9 +23,8 @@ bool is_table(const std::string& name) {
 
 void init_weights(torch::nn::Module& model, const ModelConfig& cfg) {
   torch::NoGradGuard no_grad;
-  const bool torch_default = cfg.init == "torch_default";
-  if (!torch_default && cfg.init != "normal")
-    throw InputError("model.init: unknown initialization '" + cfg.init + "'; valid: normal, torch_default");
+  const bool torch_default = parse_option<InitScheme>(cfg.init) == InitScheme::TorchDefault;
+  const bool tied_linear = cfg.tie_embeddings && parse_option<TiedInit>(cfg.tied_init) == TiedInit::Linear;
   auto visit = [&](const std::string& name, torch::nn::Module& m) {
     const bool is_norm = dynamic_cast<Norm*>(&m) != nullptr;
     auto params = m.named_parameters(/*recurse=*/false);
@@ -39,7 +38,7 @@ void init_weights(torch::nn::Module& model, const ModelConfig& cfg) {
         p.value().fill_(is_bias ? 0.0 : 1.0);
       else if (!torch_default)
         is_bias ? p.value().zero_() : p.value().normal_(0.0, cfg.init_std);
-      else if (is_table(name) && !(cfg.tie_embeddings && cfg.tied_init == "linear" && name == "model.embed_tokens"))
+      else if (is_table(name) && !(tied_linear && name == "model.embed_tokens"))
         p.value().normal_(0.0, 1.0);
       else
         p.value().uniform_(-bound, bound);

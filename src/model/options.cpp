@@ -8,11 +8,8 @@ RopeOptions rope_options(const ModelConfig& cfg, int64_t dim) {
   RopeOptions o;
   o.dim = dim;
   o.theta = cfg.rope_theta;
-  o.interleaved = cfg.rope_layout == "interleaved";
-  o.scaling = cfg.rope_scaling == "linear" ? RopeScaling::Linear
-              : cfg.rope_scaling == "ntk"  ? RopeScaling::Ntk
-              : cfg.rope_scaling == "yarn" ? RopeScaling::Yarn
-                                           : RopeScaling::None;
+  o.interleaved = parse_option<RopeLayout>(cfg.rope_layout) == RopeLayout::Interleaved;
+  o.scaling = parse_option<RopeScaling>(cfg.rope_scaling);
   o.factor = cfg.rope_factor;
   o.original_len = cfg.rope_original_len > 0 ? cfg.rope_original_len
                                              : static_cast<int64_t>(cfg.max_seq_len / cfg.rope_factor);
@@ -46,6 +43,8 @@ FfnOptions ffn_options(const ModelConfig& cfg, bool gated) {
   return {cfg.d_model, cfg.ffn_hidden(gated), cfg.bias, cfg.swish_beta};
 }
 
-BlockOptions block_options(const ModelConfig& cfg) { return {cfg.norm_placement == "pre"}; }
+BlockOptions block_options(const ModelConfig& cfg) {
+  return {parse_option<NormPlacement>(cfg.norm_placement) == NormPlacement::Pre};
+}
 
 }  // namespace lmx

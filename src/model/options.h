@@ -11,7 +11,6 @@
 namespace lmx {
 
 // RoPE (model/position/rope.h) over `dim` numbers of a head.
-enum class RopeScaling { None, Linear, Ntk, Yarn };
 struct RopeOptions {
   int64_t dim = 16;              // the rotated width (head dim; MLA: its decoupled part)
   double theta = 10000.0;        // base θ
