@@ -20,6 +20,15 @@
 
 namespace lmx::test {
 
+// n floats drawn from N(0, scale²) by std::mt19937(seed): the kernels' tests' inputs.
+inline std::vector<float> normal_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
 // A fresh temporary directory, removed at scope exit.
 struct TempDir {
   std::filesystem::path path;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "helpers.h"
 #include "kernels/cpu_kernels.h"
 
 // Its own namespace: the unity build puts this file beside test_kernel_variants.cpp's helpers.
@@ -55,13 +56,7 @@ std::vector<Variant> variants_on_this_cpu() {
 const Variant kReference = LMX_VARIANT(reference);
 #undef LMX_VARIANT
 
-std::vector<float> normal(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = nd(rng);
-  return v;
-}
+using lmx::test::normal_floats;
 
 // max |got − ref| over max(1, max |ref|): the error on the tensor's scale.
 double scaled_error(const std::vector<float>& got, const std::vector<float>& ref) {
@@ -87,8 +82,8 @@ struct AttnOut {
 // One KV head with its group's query heads, forward then (queries from position 0) backward.
 AttnOut attention(const Variant& v, const AttnCase& c, AttnShape& s, std::vector<float>& cos, std::vector<float>& sin) {
   const int64_t D = c.D, G = c.group, h = D / 2;
-  const auto q = normal(G * c.Tq * D, 1), k = normal(c.Tk * D, 2), val = normal(c.Tk * D, 3);
-  const auto dout = normal(G * c.Tq * D, 4);
+  const auto q = normal_floats(G * c.Tq * D, 1), k = normal_floats(c.Tk * D, 2), val = normal_floats(c.Tk * D, 3);
+  const auto dout = normal_floats(G * c.Tq * D, 4);
   cos.assign(c.Tk * h, 0.0f), sin.assign(c.Tk * h, 0.0f);
   for (int64_t t = 0; t < c.Tk; ++t)
     for (int64_t i = 0; i < h; ++i) {
@@ -159,8 +154,8 @@ TEST_CASE("kernel reference: every variant's decode over transposed keys within 
         for (int64_t G : {1, 2, 5}) {
           INFO(v.name << " D " << D << " Tk " << Tk << " group " << G);
           const int64_t ld = (Tk + 7) / 8 * 8 + 8;
-          const auto q = normal(G * D, 5), val = normal(Tk * D, 6);
-          auto kt = normal(D * ld, 7);  // key j in column j; columns past Tk: any finite values
+          const auto q = normal_floats(G * D, 5), val = normal_floats(Tk * D, 6);
+          auto kt = normal_floats(D * ld, 7);  // key j in column j; columns past Tk: any finite values
           AttnShape s;
           s.Tq = 1, s.Tk = Tk, s.D = D, s.q_start = Tk - 1, s.group = G;
           s.scale = 1.0f / std::sqrt(static_cast<float>(D));
@@ -185,7 +180,7 @@ TEST_CASE("kernel reference: every variant's FFN activations, plain and gated, w
   const std::vector<ActOp> ops{{ActKind::Relu, 1.0f}, {ActKind::Gelu, 1.0f}, {ActKind::GeluTanh, 1.0f},
                                {ActKind::Silu, 1.0f}, {ActKind::Swish, 1.7f}};
   const int64_t rows = 3, F = 37, n = rows * F;  // 37: a tail past every vector width
-  const auto x = normal(n, 8, 3.0f), gu = normal(rows * 2 * F, 9, 3.0f), dy = normal(n, 10);
+  const auto x = normal_floats(n, 8, 3.0f), gu = normal_floats(rows * 2 * F, 9, 3.0f), dy = normal_floats(n, 10);
   for (const auto& v : variants_on_this_cpu())
     for (const auto& op : ops) {
       INFO(v.name << " activation " << static_cast<int>(op.kind));
@@ -221,8 +216,8 @@ TEST_CASE("kernel reference: every variant's norms, with and without a residual,
       for (bool residual : {false, true})
         for (bool layer : {false, true}) {
           INFO(v.name << " C " << C << " residual " << residual << " layernorm " << layer);
-          const auto x = normal(rows * C, 11, 2.0f), a = normal(rows * C, 12), w = normal(C, 13), b = normal(C, 14);
-          const auto dy = normal(rows * C, 15), dh = normal(rows * C, 16), dw0 = normal(C, 17), db0 = normal(C, 18);
+          const auto x = normal_floats(rows * C, 11, 2.0f), a = normal_floats(rows * C, 12), w = normal_floats(C, 13), b = normal_floats(C, 14);
+          const auto dy = normal_floats(rows * C, 15), dh = normal_floats(rows * C, 16), dw0 = normal_floats(C, 17), db0 = normal_floats(C, 18);
           struct Out {
             std::vector<float> h, y, mean, rstd, dx, dw, db;
           };
@@ -254,7 +249,7 @@ TEST_CASE("kernel reference: every variant's cross-entropy, ignored rows include
   for (const auto& v : variants_on_this_cpu())
     for (int64_t V : {7, 16, 100, 259}) {
       INFO(v.name << " V " << V);
-      const auto logits = normal(rows * V, 19, 4.0f);
+      const auto logits = normal_floats(rows * V, 19, 4.0f);
       std::vector<int64_t> targets{0, V - 1, ignore, V / 2, 3 % V, ignore};
       auto run = [&](const Variant& var) {
         std::vector<float> losses(rows, -1.0f), d(rows * V, -1.0f);

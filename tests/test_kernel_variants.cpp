@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "helpers.h"
 #include "kernels/cpu_kernels.h"
 
 using namespace lmx::kernels;
@@ -29,13 +30,7 @@ bool cpu_runs_avx512() {
 #endif
 }
 
-std::vector<float> normal(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = nd(rng);
-  return v;
-}
+using lmx::test::normal_floats;
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return false;
@@ -53,8 +48,8 @@ struct Outputs {
 };
 Outputs attention(ForwardFn fwd, BackwardFn bwd, const Case& c) {
   const int64_t D = c.D, G = c.group;
-  const auto q = normal(G * c.Tq * D, 1), k = normal(c.Tk * D, 2), v = normal(c.Tk * D, 3);
-  const auto dout = normal(G * c.Tq * D, 4);
+  const auto q = normal_floats(G * c.Tq * D, 1), k = normal_floats(c.Tk * D, 2), v = normal_floats(c.Tk * D, 3);
+  const auto dout = normal_floats(G * c.Tq * D, 4);
   const int64_t positions = c.q_start + c.Tq, h = D / 2;
   std::vector<float> cos(positions * h), sin(positions * h);
   for (int64_t t = 0; t < positions; ++t)
@@ -132,7 +127,7 @@ TEST_CASE("kernel variants: AVX-512 FFN activations, norms and cross-entropy giv
     for (const int64_t F : {8, 171, 256, 3}) {
       INFO("activation " << static_cast<int>(kind) << " F " << F);
       const int64_t rows = 9;
-      const auto gu = normal(rows * 2 * F, 5, 3.0f), dy = normal(rows * F, 6);
+      const auto gu = normal_floats(rows * 2 * F, 5, 3.0f), dy = normal_floats(rows * F, 6);
       std::vector<float> o1(rows * F), o2(rows * F), d1(rows * 2 * F), d2(rows * 2 * F);
       std::vector<float> k1(rows * F), k2(rows * F);  // GELU's kept Φ
       avx2::glu_forward(op, gu.data(), rows, F, o1.data(), k1.data());  // gated
@@ -156,8 +151,8 @@ TEST_CASE("kernel variants: AVX-512 FFN activations, norms and cross-entropy giv
     for (const bool residual : {false, true}) {
       INFO("norms C " << C << " residual " << residual);
       const int64_t rows = 11;
-      const auto x = normal(rows * C, 7), a = normal(rows * C, 8), w = normal(C, 9), b = normal(C, 10);
-      const auto dy = normal(rows * C, 11), dh = normal(rows * C, 12);
+      const auto x = normal_floats(rows * C, 7), a = normal_floats(rows * C, 8), w = normal_floats(C, 9), b = normal_floats(C, 10);
+      const auto dy = normal_floats(rows * C, 11), dh = normal_floats(rows * C, 12);
       struct Run {
         std::vector<float> h, y, mean, rstd, dx, dw, db;
       };
@@ -190,7 +185,7 @@ TEST_CASE("kernel variants: AVX-512 FFN activations, norms and cross-entropy giv
   for (const int64_t V : {96, 29, 320}) {
     INFO("cross-entropy V " << V);
     const int64_t rows = 10;
-    const auto logits = normal(rows * V, 13, 2.0f);
+    const auto logits = normal_floats(rows * V, 13, 2.0f);
     std::vector<int64_t> targets(rows);
     for (int64_t r = 0; r < rows; ++r) targets[r] = r == 3 ? -100 : (r * 7) % V;
     std::vector<float> l1(rows), l2(rows), g1(rows * V), g2(rows * V);
@@ -243,7 +238,7 @@ TEST_CASE("attention kernels: one query row, the group's heads as tile rows, giv
         for (const int64_t Tk : {3, 9, 40, 129})  // q_start >= 1 for two queries: the row path, not the lanes
           for (const bool rope : {false, true}) {
             INFO(var.name << " D " << D << " group " << G << " Tk " << Tk << " rope " << rope);
-            const auto q = normal(G * 2 * D, 21), k = normal(Tk * D, 22), v = normal(Tk * D, 23);
+            const auto q = normal_floats(G * 2 * D, 21), k = normal_floats(Tk * D, 22), v = normal_floats(Tk * D, 23);
             const int64_t h = D / 2;
             std::vector<float> cos(Tk * h), sin(Tk * h);
             for (int64_t t = 0; t < Tk; ++t)

@@ -13,9 +13,11 @@ namespace lmx::kernels::reference {
 
 namespace {
 
-// RoPE of one D-row at position pos by sign·θ (sign −1: the inverse rotation), in doubles.
-// Pairs (d, d + D/2), or (2d, 2d + 1) when interleaved; identity without tables.
-std::vector<double> rope(const float* x, int64_t pos, const AttnShape& s, double sign) {
+// RoPE of one D-row (floats or doubles) at position pos by sign·θ (sign −1: the inverse
+// rotation), in doubles. Pairs (d, d + D/2), or (2d, 2d + 1) when interleaved; identity without
+// tables.
+template <class T>
+std::vector<double> rope(const T* x, int64_t pos, const AttnShape& s, double sign) {
   const int64_t D = s.D, h = D / 2;
   std::vector<double> y(x, x + D);
   if (!s.cos) return y;
@@ -26,10 +28,6 @@ std::vector<double> rope(const float* x, int64_t pos, const AttnShape& s, double
     y[j] = x[j] * c + x[i] * sn;
   }
   return y;
-}
-std::vector<double> rope(const std::vector<double>& x, int64_t pos, const AttnShape& s, double sign) {
-  std::vector<float> xf(x.begin(), x.end());
-  return rope(xf.data(), pos, s, sign);
 }
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
@@ -206,11 +204,11 @@ void backward(const BackwardArgs& a, const AttnShape& s, float*) {
           dv[j][d] += p[j] * dout[d];
         }
       }
-      const auto dq = rope(dqr, pos, s, -1.0);
+      const auto dq = rope(dqr.data(), pos, s, -1.0);
       for (int64_t d = 0; d < D; ++d) a.dq[r * a.dq_sh + i * a.dq_st + d] = static_cast<float>(dq[d]);
     }
   for (int64_t j = 0; j < Tk; ++j) {
-    const auto dk = rope(dkr[j], j, s, -1.0);
+    const auto dk = rope(dkr[j].data(), j, s, -1.0);
     for (int64_t d = 0; d < D; ++d) {
       a.dk[j * a.dk_st + d] = static_cast<float>(dk[d]);
       a.dv[j * a.dv_st + d] = static_cast<float>(dv[j][d]);

@@ -40,13 +40,15 @@ struct Training {
         corpus(corpus_),
         opt(opt_),
         ckpt_path((fs::path(opt_.run_dir) / "model.safetensors").string()),
-        metrics_path((fs::path(opt_.run_dir) / "metrics.csv").string()) {
+        metrics_path((fs::path(opt_.run_dir) / "metrics.csv").string()),
+        fault(faults::plan()) {
     res.seed = opt_.seed;
   }
   const Config cfg;  // resolved for the corpus
   const data::Corpus& corpus;
   const RunOptions& opt;
   const std::string ckpt_path, metrics_path;
+  const faults::Plan fault;  // fault injection (tests): read once for the run
   ModernLM model{nullptr};
   torch::Device device{torch::kCPU};
   bool writer = false;  // data-parallel: only rank 0 writes
@@ -222,7 +224,7 @@ void write_run_checkpoint(Training& tr, const std::string& status, double train_
 StepResult take_run_step(Training& tr, int64_t step, double lr) {
   data::Batch batch = tr.batcher->batch(step);
   // Fault injection (tests): a NaN loss, or a NaN gradient in one named parameter, at this step.
-  const faults::Plan fault = faults::plan();
+  const faults::Plan& fault = tr.fault;
   const faults::PoisonLoss poison(step == fault.nan_loss_step);
   std::optional<torch::Tensor> hooked;
   unsigned hook = 0;
@@ -333,7 +335,7 @@ double step_loop(Training& tr) {
     const double elapsed = seconds_since(t_train);
     const double eta = elapsed / static_cast<double>(step + 1 - first_step) * (tr.total - step - 1);
     report_step_progress(tr, step, sr.loss, lr, smoothed_tps, eta);
-    if (step + 1 == faults::plan().interrupt_after_step) signals::raise_interrupt();  // fault injection (tests)
+    if (step + 1 == tr.fault.interrupt_after_step) signals::raise_interrupt();  // fault injection (tests)
     if (stop_if_interrupted(tr, step, sr)) break;
     if (step + 1 != tr.total && t.checkpoint_every > 0 && (step + 1) % t.checkpoint_every == 0)
       write_run_checkpoint(tr, "running", tr.seconds_before + seconds_since(t_train));

@@ -36,7 +36,8 @@ Plan plan() {
     std::lock_guard<std::mutex> lock(scope_mutex);
     if (scoped()) return *scoped();
   }
-  return from_environment();
+  static const Plan environment = from_environment();  // a process's environment is fixed for it
+  return environment;
 }
 
 Scope::Scope(Plan plan) {

@@ -21,7 +21,7 @@ struct Plan {
   int64_t worker_call = -1;
 };
 
-// The plan in force: a Scope's if one is open, else the environment's (read at each call).
+// The plan in force: a Scope's if one is open, else the environment's (read once per process).
 Plan plan();
 
 // A test's plan for the lifetime of this object (in this process), replacing the environment's.
