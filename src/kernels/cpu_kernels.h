@@ -95,6 +95,8 @@ struct NormArgs {
   float eps;
 };
 // Backward: dx (+ dh, the stream's own gradient, when not null) written; dw (db) accumulated.
+// dx null: only dw (db) accumulated; dw null: only dx written (db ignored). Each part's values
+// are those of the call that does both, so rows can be split for dx and summed for dw apart.
 struct NormGradArgs {
   const float *h, *w, *mean, *rstd, *dy, *dh;
   float *dx, *dw, *db;

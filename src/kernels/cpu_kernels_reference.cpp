@@ -155,7 +155,8 @@ void norm_backward(const NormGradArgs& p, int64_t begin, int64_t end, bool cente
     for (int64_t c = 0; c < C; ++c) {
       const double xh = (h[c] - mu) * s, g = static_cast<double>(dy[c]) * p.w[c];
       const double dx = s * (g - (centered ? m1 : 0.0) - xh * m2) + (p.dh ? p.dh[n * C + c] : 0.0);
-      p.dx[n * C + c] = static_cast<float>(dx);
+      if (p.dx) p.dx[n * C + c] = static_cast<float>(dx);
+      if (!p.dw) continue;
       p.dw[c] = static_cast<float>(p.dw[c] + dy[c] * xh);
       if (centered) p.db[c] += dy[c];
     }

@@ -1,7 +1,8 @@
 #include "kernels/fused_attention.h"
 
-#include <ATen/Parallel.h>
 #include <torch/autograd.h>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/parallel.h"
 #include "kernels/precision.h"
 #include "util/env.h"
 #include "util/op_timer.h"
@@ -33,7 +35,7 @@ std::atomic<bool>& enabled_flag() {
 // ~12% slower in a harness that offsets the scratch).
 template <class Fn>
 void for_each_kv_head(int64_t B, int64_t Hk, int64_t group, int64_t scratch_n, const Fn& fn) {
-  at::parallel_for(0, B * Hk, 1, [&](int64_t begin, int64_t end) {
+  kernels::parallel_for(B * Hk, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> buffer(scratch_n + kernels::kScratchAlign);
     float* scratch = kernels::align_scratch(buffer.data());
     for (int64_t idx = begin; idx < end; ++idx) fn(idx / Hk, idx % Hk, (idx % Hk) * group, scratch);
@@ -261,6 +263,9 @@ torch::Tensor fused_causal_attention(const torch::Tensor& qkv, int64_t n_heads, 
   const int64_t longest = lengths.empty() ? T : *std::max_element(lengths.begin(), lengths.end());
   torch::Tensor c = cos, s = sin;
   if (c.defined()) {
+    if (c.size(0) < longest || s.size(0) < longest)
+      throw std::logic_error(fmt::format("fused_causal_attention: RoPE tables of {} rows for a sequence of {} positions",
+                                         std::min(c.size(0), s.size(0)), longest));
     c = c.slice(0, 0, longest).to(torch::kFloat32);
     s = s.slice(0, 0, longest).to(torch::kFloat32);
   }

@@ -99,16 +99,21 @@ void layernorm_backward(const NormGradArgs& p, int64_t begin, int64_t end) {
       const v8f xh = (vload(h + c) - mu) * s, d = vload(dy + c), g = d * vload(p.w + c);
       a1 += g;
       a2 += g * xh;
-      vstore(p.dw + c, vload(p.dw + c) + d * xh);
-      vstore(p.db + c, vload(p.db + c) + d);
+      if (p.dw) {
+        vstore(p.dw + c, vload(p.dw + c) + d * xh);
+        vstore(p.db + c, vload(p.db + c) + d);
+      }
     }
     for (; c < C; ++c) {
       const float xh = (h[c] - p.mean[n]) * p.rstd[n], g = dy[c] * p.w[c];
       t1 += g;
       t2 += g * xh;
-      p.dw[c] += dy[c] * xh;
-      p.db[c] += dy[c];
+      if (p.dw) {
+        p.dw[c] += dy[c] * xh;
+        p.db[c] += dy[c];
+      }
     }
+    if (!p.dx) continue;
     const float m1 = (lane_sum(a1) + t1) / C, m2 = (lane_sum(a2) + t2) / C;
     float* dx = p.dx + n * C;
     const float* dh = p.dh ? p.dh + n * C : nullptr;
@@ -139,12 +144,13 @@ void rmsnorm_backward(const NormGradArgs& p, int64_t begin, int64_t end) {
     for (; c + 8 <= C; c += 8) {
       const v8f hv = vload(h + c), d = vload(dy + c);
       acc += d * vload(p.w + c) * hv;
-      vstore(p.dw + c, vload(p.dw + c) + d * hv * s);
+      if (p.dw) vstore(p.dw + c, vload(p.dw + c) + d * hv * s);
     }
     for (; c < C; ++c) {
       tail += dy[c] * p.w[c] * h[c];
-      p.dw[c] += dy[c] * h[c] * sf;
+      if (p.dw) p.dw[c] += dy[c] * h[c] * sf;
     }
+    if (!p.dx) continue;
     const float coef = sf * sf * sf * (lane_sum(acc) + tail) / C;
     float* dx = p.dx + n * C;
     const float* dh = p.dh ? p.dh + n * C : nullptr;

@@ -6,10 +6,12 @@
 
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/fused_attention.h"
+#include "kernels/parallel.h"
 #include "model/linear.h"
 #include "util/error.h"
 #include "util/op_timer.h"
@@ -60,6 +62,35 @@ torch::Tensor keep_buffer(const kernels::ActOp& op, bool want_grad, int64_t nume
   return torch::empty({numel}, like.options());
 }
 float* ptr_or_null(const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+const float* offset(const float* p, int64_t i) { return p ? p + i : nullptr; }
+float* offset(float* p, int64_t i) { return p ? p + i : nullptr; }
+
+// The FFN kernels over kernels::parallel_for's chunks: element-wise ones in chunks of whole
+// 16-float lanes, the gated ones by rows (each element computed as in one serial call).
+constexpr int64_t kActGrain = 8192, kLanes = 16;
+void act_forward(const kernels::ActOp& op, float* x, int64_t n, float* y, float* keep) {
+  kernels::parallel_for(n, kActGrain, [&](int64_t b, int64_t e) {
+    kernels::ffn_kernels().act_forward(op, x + b, e - b, y + b, offset(keep, b));
+  }, kLanes);
+}
+void act_backward(const kernels::ActOp& op, const float* x, const float* keep, const float* dy, int64_t n,
+                  float* dx) {
+  kernels::parallel_for(n, kActGrain, [&](int64_t b, int64_t e) {
+    kernels::ffn_kernels().act_backward(op, x + b, offset(keep, b), dy + b, e - b, dx + b);
+  }, kLanes);
+}
+void glu_forward(const kernels::ActOp& op, const float* gu, int64_t rows, int64_t F, float* out, float* keep) {
+  kernels::parallel_for(rows, std::max<int64_t>(1, kActGrain / F), [&](int64_t b, int64_t e) {
+    kernels::ffn_kernels().glu_forward(op, gu + b * 2 * F, e - b, F, out + b * F, offset(keep, b * F));
+  });
+}
+void glu_backward(const kernels::ActOp& op, const float* gu, const float* keep, const float* dout, int64_t rows,
+                  int64_t F, float* dgu) {
+  kernels::parallel_for(rows, std::max<int64_t>(1, kActGrain / F), [&](int64_t b, int64_t e) {
+    kernels::ffn_kernels().glu_backward(op, gu + b * 2 * F, offset(keep, b * F), dout + b * F, e - b, F,
+                                        dgu + b * 2 * F);
+  });
+}
 
 // φ(x) (any shape) as one autograd op on the fused kernel; the backward recomputes φ'(x) from
 // the saved input (GELU: from Φ(x), kept by the forward). ReLU runs in place (x: a temporary
@@ -74,7 +105,7 @@ class ActFn : public torch::autograd::Function<ActFn> {
     const auto op = save_op(ctx, act, beta);
     if (op.kind == kernels::ActKind::Relu && x_in.is_contiguous()) {
       float* x = x_in.data_ptr<float>();
-      kernels::ffn_kernels().act_forward(op, x, x_in.numel(), x, nullptr);
+      act_forward(op, x, x_in.numel(), x, nullptr);
       ctx->mark_dirty({x_in});
       ctx->save_for_backward({x_in, torch::Tensor()});
       return x_in;
@@ -82,7 +113,7 @@ class ActFn : public torch::autograd::Function<ActFn> {
     auto x = x_in.contiguous();
     auto y = torch::empty_like(x);
     auto keep = keep_buffer(op, want_grad, x.numel(), x);
-    kernels::ffn_kernels().act_forward(op, x.data_ptr<float>(), x.numel(), y.data_ptr<float>(), ptr_or_null(keep));
+    act_forward(op, x.data_ptr<float>(), x.numel(), y.data_ptr<float>(), ptr_or_null(keep));
     ctx->save_for_backward({x, keep});
     return y;
   }
@@ -93,8 +124,8 @@ class ActFn : public torch::autograd::Function<ActFn> {
     const auto& x = saved[0];
     auto dy = grads[0].contiguous();
     auto dx = torch::empty_like(x);
-    kernels::ffn_kernels().act_backward(saved_op(ctx), x.data_ptr<float>(), ptr_or_null(saved[1]),
-                                        dy.data_ptr<float>(), x.numel(), dx.data_ptr<float>());
+    act_backward(saved_op(ctx), x.data_ptr<float>(), ptr_or_null(saved[1]), dy.data_ptr<float>(), x.numel(),
+                 dx.data_ptr<float>());
     return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
@@ -111,7 +142,7 @@ class GluFn : public torch::autograd::Function<GluFn> {
     const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
     auto out = torch::empty({rows, F}, gu.options());
     auto keep = keep_buffer(op, want_grad, rows * F, gu);
-    kernels::ffn_kernels().glu_forward(op, gu.data_ptr<float>(), rows, F, out.data_ptr<float>(), ptr_or_null(keep));
+    glu_forward(op, gu.data_ptr<float>(), rows, F, out.data_ptr<float>(), ptr_or_null(keep));
     ctx->save_for_backward({gu, keep});
     return out;
   }
@@ -123,8 +154,8 @@ class GluFn : public torch::autograd::Function<GluFn> {
     auto dy = grads[0].contiguous();
     auto dgu = torch::empty_like(gu);
     const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
-    kernels::ffn_kernels().glu_backward(saved_op(ctx), gu.data_ptr<float>(), ptr_or_null(saved[1]),
-                                        dy.data_ptr<float>(), rows, F, dgu.data_ptr<float>());
+    glu_backward(saved_op(ctx), gu.data_ptr<float>(), ptr_or_null(saved[1]), dy.data_ptr<float>(), rows, F,
+                 dgu.data_ptr<float>());
     return {dgu, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
@@ -133,6 +164,14 @@ class GluFn : public torch::autograd::Function<GluFn> {
 bool wants_grad(const torch::Tensor& x) { return torch::GradMode::is_enabled() && x.requires_grad(); }
 
 }  // namespace
+
+torch::Tensor fused_activate(Activation act, const torch::Tensor& x, double swish_beta) {
+  return ActFn::apply(x, static_cast<int64_t>(act), swish_beta, wants_grad(x));
+}
+
+torch::Tensor fused_gated_activate(Activation act, const torch::Tensor& gu, double swish_beta) {
+  return GluFn::apply(gu, static_cast<int64_t>(act), swish_beta, wants_grad(gu));
+}
 
 PlainFfnImpl::PlainFfnImpl(const FfnOptions& o, Activation act) : act_(act), beta_(o.swish_beta) {
   const int64_t F = o.hidden;
@@ -146,7 +185,7 @@ torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
   // (B, T, F) tensor less to allocate and write.
   auto h = linear_2d(x.reshape({-1, x.size(-1)}), up_proj);  // (B·T, F)
   if (fused_kernels_take(h))
-    h = ActFn::apply(h, static_cast<int64_t>(act_), beta_, wants_grad(h));  // the fused kernel (ffn_impl.h)
+    h = fused_activate(act_, h, beta_);  // the fused kernel (ffn_impl.h)
   else
     h = act_ == Activation::Relu ? h.relu_() : activate(act_, h, beta_);
   auto shape = x.sizes().vec();
@@ -173,7 +212,7 @@ torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
     auto b = gate_proj->bias.defined() ? torch::cat({gate_proj->bias, up_proj->bias}, 0) : torch::Tensor();
     auto gu = linear_2d(x.reshape({-1, x.size(-1)}), w, b);   // (B·T, 2F)
     auto shape = x.sizes().vec();
-    auto h = GluFn::apply(gu, static_cast<int64_t>(act_), beta_, wants_grad(gu));  // (B·T, F)
+    auto h = fused_gated_activate(act_, gu, beta_);  // (B·T, F)
     return linear_2d(h, down_proj).view(shape);                                  // (B, T, C)
   }
   auto g = activate(act_, linear_2d(x, gate_proj), beta_);  // (B, T, F) φ(W1x)

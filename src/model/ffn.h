@@ -24,6 +24,10 @@ using Activation = kernels::ActKind;
 Activation activation_from_name(const std::string& name);
 torch::Tensor activate(Activation act, const torch::Tensor& x, double swish_beta = 1.0);
 torch::Tensor activation(const std::string& name, const torch::Tensor& x, double swish_beta = 1.0);
+// The fused kernels as autograd ops, as the FFN modules run them (float32, contiguous): φ(x)
+// (ReLU in place on a contiguous x), and φ(gate)·up on the packed (rows, 2F) gate|up output.
+torch::Tensor fused_activate(Activation act, const torch::Tensor& x, double swish_beta = 1.0);
+torch::Tensor fused_gated_activate(Activation act, const torch::Tensor& gu, double swish_beta = 1.0);
 
 // The FFN kind: (B, T, C) -> (B, T, C).
 class Ffn : public torch::nn::Module {

@@ -1,6 +1,5 @@
 #include "model/loss.h"
 
-#include <ATen/Parallel.h>
 #include <torch/autograd.h>
 #include <torch/nn/functional/loss.h>
 
@@ -11,6 +10,7 @@
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/fused_attention.h"
+#include "kernels/parallel.h"
 #include "util/error.h"
 #include "util/op_timer.h"
 
@@ -43,7 +43,7 @@ class CrossEntropyFn : public torch::autograd::Function<CrossEntropyFn> {
     kernels::CrossEntropyArgs args{logits.data_ptr<float>(), tp, V, ignore, scale, losses.data(),
                                    dlogits.data_ptr<float>()};
     const auto kernel = kernels::cross_entropy_kernel();
-    at::parallel_for(0, N, 64, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+    kernels::parallel_for(N, 64, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
     double total = 0;  // in row order: the same sum at any thread count
     for (float l : losses) total += l;
     ctx->save_for_backward({dlogits});

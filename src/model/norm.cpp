@@ -1,7 +1,6 @@
 // LayerNorm and RMSNorm, computed in float32 whatever the input dtype, then cast back.
 #include "model/norm.h"
 
-#include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
 #include <cmath>
@@ -10,6 +9,7 @@
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/fused_attention.h"
+#include "kernels/parallel.h"
 #include "util/op_timer.h"
 
 namespace lmx {
@@ -46,7 +46,7 @@ class NormFn : public torch::autograd::Function<NormFn> {
                            static_cast<float>(eps)};
     const auto& k = kernels::norm_kernels();
     const auto kernel = layer ? k.layernorm_forward : k.rmsnorm_forward;
-    at::parallel_for(0, N, 256, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+    kernels::parallel_for(N, 256, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
     ctx->save_for_backward({h, w, mean, rstd});
     ctx->saved_data["residual"] = residual;
     ctx->saved_data["layer"] = layer;
@@ -77,7 +77,18 @@ class NormFn : public torch::autograd::Function<NormFn> {
                                layer ? db.data_ptr<float>() : nullptr,
                                C};
     const auto& k = kernels::norm_kernels();
-    (layer ? k.layernorm_backward : k.rmsnorm_backward)(args, 0, N);  // serial: dw and db sum over rows
+    const auto kernel = layer ? k.layernorm_backward : k.rmsnorm_backward;
+    if (kernels::parallel_threads() == 1) {
+      kernel(args, 0, N);
+    } else {
+      // dx by rows on every thread, then dw and db summed over the rows in order on this one:
+      // the bits of the one serial call.
+      kernels::NormGradArgs dx_only = args, dw_only = args;
+      dx_only.dw = dx_only.db = nullptr;
+      dw_only.dx = nullptr;
+      kernels::parallel_for(N, 256, [&](int64_t begin, int64_t end) { kernel(dx_only, begin, end); });
+      kernel(dw_only, 0, N);
+    }
     return {dx, residual ? dx : torch::Tensor(), dw, db, torch::Tensor()};
   }
 };

@@ -3,9 +3,13 @@
 #include <torch/csrc/autograd/generated/variable_factories.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <vector>
+
+#include "kernels/parallel.h"
 
 namespace lmx {
 
@@ -23,6 +27,30 @@ void adamw_update(float* __restrict__ w, const float* __restrict__ g, float* __r
     v[i] = vi;
     w[i] = w[i] * decay - step_size * (mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps));
   }
+}
+
+// One parameter's update: its tensors and the step's constants (adamw_update's arguments).
+struct Update {
+  float *w, *m, *v;
+  const float* g;
+  int64_t n;
+  float decay, b1, a1, b2, a2, inv_sqrt_bc2, eps, step_size;
+};
+
+// The updates over all their floats as one range, split by kernels::parallel_for: every float is
+// computed as in a serial loop (element-wise; the chunks keep whole 16-float lanes).
+void run_updates(const std::vector<Update>& updates) {
+  std::vector<int64_t> start(updates.size() + 1, 0);
+  for (size_t i = 0; i < updates.size(); ++i) start[i + 1] = start[i] + updates[i].n;
+  kernels::parallel_for(start.back(), 16384, [&](int64_t begin, int64_t end) {
+    size_t i = std::upper_bound(start.begin(), start.end(), begin) - start.begin() - 1;
+    for (; i < updates.size() && start[i] < end; ++i) {
+      const Update& u = updates[i];
+      const int64_t lo = std::max(begin, start[i]) - start[i], hi = std::min(end, start[i + 1]) - start[i];
+      adamw_update(u.w + lo, u.g + lo, u.m + lo, u.v + lo, hi - lo, u.decay, u.b1, u.a1, u.b2, u.a2, u.inv_sqrt_bc2,
+                   u.eps, u.step_size);
+    }
+  }, 16);
 }
 
 bool fusable(const torch::Tensor& t) {
@@ -58,6 +86,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     torch::AutoGradMode enable_grad(true);
     loss = closure();
   }
+  std::vector<Update> updates;  // the fused parameters' updates, run together below
   for (auto& group : param_groups()) {
     auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
     for (auto& p : group.params()) {
@@ -92,10 +121,11 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const float b2 = static_cast<float>(beta2), a2 = static_cast<float>(1 - beta2);
       const float inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
       const float eps = static_cast<float>(o.eps()), step_size = static_cast<float>(o.lr() / bc1);
-      adamw_update(p.data_ptr<float>(), grad.data_ptr<float>(), s.exp_avg().data_ptr<float>(),
-                   s.exp_avg_sq().data_ptr<float>(), p.numel(), decay, b1, a1, b2, a2, inv_sqrt_bc2, eps, step_size);
+      updates.push_back({p.data_ptr<float>(), s.exp_avg().data_ptr<float>(), s.exp_avg_sq().data_ptr<float>(),
+                         grad.data_ptr<float>(), p.numel(), decay, b1, a1, b2, a2, inv_sqrt_bc2, eps, step_size});
     }
   }
+  run_updates(updates);
   return loss;
 }
 

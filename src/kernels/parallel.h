@@ -1,0 +1,21 @@
+// Parallel loops for lmx's own kernels (attention, norms, FFN activations, cross-entropy, the
+// decoder), on the OpenMP threads oneDNN's GEMMs run on: runtime::threads() of them (--threads),
+// whatever LibTorch's own intra-op count is (1 at --threads <= 2, runtime.h). One pool for both,
+// so a GEMM and a kernel never compete for the cores.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+namespace lmx::kernels {
+
+// fn(begin, end) over consecutive disjoint chunks that cover [0, n): one chunk per thread, at
+// least `grain` items each, every chunk but the last a multiple of `align` items (the widest
+// SIMD lanes, so that each item takes the same lanes as in one serial call). Serial (fn(0, n)
+// on the caller) for one thread, n <= grain, or inside a parallel region. A kernel whose items
+// are independent therefore gives the same bits at any thread count. fn must not throw.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn, int64_t align = 1);
+
+// The threads parallel_for uses (runtime::threads()).
+int parallel_threads();
+
+}  // namespace lmx::kernels
