@@ -15,9 +15,16 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 kind="${1:-asan}"
 [[ $# -gt 0 ]] && shift
 supp="$root/tests/sanitizers"
+# asan links lmx and lmx_tests as position-dependent executables (-no-pie): the instrumented
+# binary's own ~1.2 million relative relocations (its globals' metadata) are then resolved at link
+# time instead of at every start (an instrumented `lmx config show` beside the running ASan suite:
+# 6.2 -> 5.4 s, median of 5; the suite starts lmx processes by the hundred). ThreadSanitizer
+# needs PIE.
 case "$kind" in
-  asan) flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" ;;
-  tsan) flags="-fsanitize=thread -fno-omit-frame-pointer" ;;
+  asan) flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+        link_flags="$flags -no-pie" ;;
+  tsan) flags="-fsanitize=thread -fno-omit-frame-pointer"
+        link_flags="$flags" ;;
   *) echo "usage: scripts/sanitize.sh [asan|tsan] [ctest arguments]" >&2; exit 2 ;;
 esac
 "$root/scripts/bootstrap.sh" --deps
@@ -27,7 +34,7 @@ t0=$SECONDS
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   # -O1 -g1: stacks with file and line at a bearable speed; asserts on (no NDEBUG).
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" >&2
+    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$link_flags" >&2
 fi
 cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target lmx lmx_tests >&2
 echo "[sanitize] $kind build in $((SECONDS - t0)) s" >&2
