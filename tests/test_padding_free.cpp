@@ -35,12 +35,12 @@ ModelConfig small_model(const std::string& position, const std::string& norm, co
   return m;
 }
 
-struct Case {
+struct PackableCase {
   const char* name;
   ModelConfig cfg;
 };
 
-std::vector<Case> packable_cases() {
+std::vector<PackableCase> packable_cases() {
   ModelConfig interleaved = small_model("rope", "rmsnorm", "pre", "swiglu", 2, false);
   interleaved.rope_layout = "interleaved";
   return {
