@@ -1,5 +1,5 @@
-// Parallel loops for lmx's own kernels (attention, norms, FFN activations, cross-entropy, the
-// decoder), on the OpenMP threads oneDNN's GEMMs run on: runtime::threads() of them (--threads),
+// Parallel loops for lmx's own kernels (attention, norms, FFN activations, cross-entropy,
+// AdamW), on the OpenMP threads oneDNN's GEMMs run on: runtime::threads() of them (--threads),
 // whatever LibTorch's own intra-op count is (1 at --threads <= 2, runtime.h). One pool for both,
 // so a GEMM and a kernel never compete for the cores.
 #pragma once

@@ -68,6 +68,7 @@ float* offset(float* p, int64_t i) { return p ? p + i : nullptr; }
 // The FFN kernels over kernels::parallel_for's chunks: element-wise ones in chunks of whole
 // 16-float lanes, the gated ones by rows (each element computed as in one serial call).
 constexpr int64_t kActGrain = 8192, kLanes = 16;
+int64_t row_grain(int64_t F) { return std::max<int64_t>(1, kActGrain / F); }  // rows of F outputs
 void act_forward(const kernels::ActOp& op, float* x, int64_t n, float* y, float* keep) {
   kernels::parallel_for(n, kActGrain, [&](int64_t b, int64_t e) {
     kernels::ffn_kernels().act_forward(op, x + b, e - b, y + b, offset(keep, b));
@@ -80,13 +81,13 @@ void act_backward(const kernels::ActOp& op, const float* x, const float* keep, c
   }, kLanes);
 }
 void glu_forward(const kernels::ActOp& op, const float* gu, int64_t rows, int64_t F, float* out, float* keep) {
-  kernels::parallel_for(rows, std::max<int64_t>(1, kActGrain / F), [&](int64_t b, int64_t e) {
+  kernels::parallel_for(rows, row_grain(F), [&](int64_t b, int64_t e) {
     kernels::ffn_kernels().glu_forward(op, gu + b * 2 * F, e - b, F, out + b * F, offset(keep, b * F));
   });
 }
 void glu_backward(const kernels::ActOp& op, const float* gu, const float* keep, const float* dout, int64_t rows,
                   int64_t F, float* dgu) {
-  kernels::parallel_for(rows, std::max<int64_t>(1, kActGrain / F), [&](int64_t b, int64_t e) {
+  kernels::parallel_for(rows, row_grain(F), [&](int64_t b, int64_t e) {
     kernels::ffn_kernels().glu_backward(op, gu + b * 2 * F, offset(keep, b * F), dout + b * F, e - b, F,
                                         dgu + b * 2 * F);
   });
