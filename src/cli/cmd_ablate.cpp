@@ -2,6 +2,7 @@
 // keeps the previous changes), every step trained with the same seeds.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -10,6 +11,7 @@
 #include "config/config.h"
 #include "config/fields.h"
 #include "data/corpus.h"
+#include "data/metrics.h"
 #include "experiments/sweep.h"
 #include "model/sizes.h"
 #include "train/summary.h"
@@ -105,23 +107,39 @@ std::vector<GridPoint> ablation_steps(const AblateOptions& o, const Config& from
   return points;
 }
 
-// The lecture's table: per step, parameter count, test perplexity and far-pronoun accuracy.
+// The lecture's table: per step, parameter count, test perplexity and the corpus's headline
+// metric (data/metrics.h; the garden: far-pronoun accuracy), mean ± std over the seeds.
 Table ablation_table(const std::vector<GridPoint>& points, const Table& seeds) {
   Table table;
-  table.header = {"step", "change", "params", "test ppl", "far pronoun acc", "seeds"};
-  const int ppl = column(seeds, "test_ppl"), far = column(seeds, "far_pronoun_acc"),
-            params = column(seeds, "params"), status = column(seeds, "status");
+  table.header = {"step", "change", "params", "test ppl"};
+  std::vector<int> metrics;  // the headline columns the seeds' table holds
+  for (const auto& m : data::known_metric_columns())
+    if ((m.tables & data::kHeadline) && column(seeds, m.name) >= 0) {
+      metrics.push_back(column(seeds, m.name));
+      std::string title = m.name;
+      std::replace(title.begin(), title.end(), '_', ' ');
+      table.header.push_back(title);
+    }
+  table.header.push_back("seeds");
+  const int ppl = column(seeds, "test_ppl"), params = column(seeds, "params"), status = column(seeds, "status");
+  auto mean_std = [](const Stats& s) { return s.n ? fmt::format("{:.3f} ± {:.3f}", s.mean, s.std) : ""; };
   for (const auto& p : points) {
-    std::vector<double> v_ppl, v_far;
+    std::vector<double> v_ppl;
+    std::vector<std::vector<double>> v_metric(metrics.size());
     std::string n_params;
-    for (const auto& row : seeds.rows)
-      if (row[0] == p.name && row[status] == "ok")
-        v_ppl.push_back(std::stod(row[ppl])), v_far.push_back(row[far].empty() ? NAN : std::stod(row[far])),
-            n_params = row[params];
-    Stats sp = stats(v_ppl), sf = stats(v_far);
-    table.add({p.name.substr(0, p.name.find(' ')), p.overrides.empty() ? "(start)" : join(p.overrides, " "),
-               n_params, sp.n ? fmt::format("{:.3f} ± {:.3f}", sp.mean, sp.std) : "",
-               sf.n ? fmt::format("{:.3f} ± {:.3f}", sf.mean, sf.std) : "", std::to_string(sp.n)});
+    for (const auto& row : seeds.rows) {
+      if (row[0] != p.name || row[status] != "ok") continue;
+      v_ppl.push_back(std::stod(row[ppl]));
+      for (size_t k = 0; k < metrics.size(); ++k)
+        v_metric[k].push_back(row[metrics[k]].empty() ? NAN : std::stod(row[metrics[k]]));
+      n_params = row[params];
+    }
+    const Stats sp = stats(v_ppl);
+    std::vector<std::string> cells = {p.name.substr(0, p.name.find(' ')),
+                                      p.overrides.empty() ? "(start)" : join(p.overrides, " "), n_params, mean_std(sp)};
+    for (const auto& v : v_metric) cells.push_back(mean_std(stats(v)));
+    cells.push_back(std::to_string(sp.n));
+    table.add(cells);
   }
   return table;
 }

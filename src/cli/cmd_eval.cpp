@@ -1,5 +1,5 @@
-// lmx eval CHECKPOINT: loss, perplexity, true perplexity and pronoun accuracy on a split, and
-// mean NLL by position range.
+// lmx eval CHECKPOINT: loss, perplexity, true perplexity and the corpus's metric (the garden:
+// pronoun accuracy) on a split, and mean NLL by position range.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -8,6 +8,7 @@
 #include "cli/common.h"
 #include "config/config.h"
 #include "data/corpus.h"
+#include "data/metrics.h"
 #include "formats/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
@@ -29,7 +30,6 @@ EvalOptions checkpoint_eval_options(const EvalVerbOptions& o, const Config& cfg)
   opt.split = data::parse_split(o.split);
   opt.layout = data::parse_layout(o.layout.empty() ? cfg.data.layout : o.layout);
   opt.seq_len = opt.layout == data::Layout::Packed ? (o.seq_len > 0 ? o.seq_len : cfg.data.seq_len) : 0;
-  opt.pronoun_window = cfg.data.pronoun_window;
   if (opt.seq_len > cfg.model.max_seq_len)
     throw InputError(fmt::format("--seq-len {} exceeds the model's max_seq_len {}", opt.seq_len, cfg.model.max_seq_len));
   if (!o.by_position.empty()) opt.by_position = parse_int_list("--by-position", o.by_position);
@@ -40,11 +40,13 @@ EvalOptions checkpoint_eval_options(const EvalVerbOptions& o, const Config& cfg)
 // CSV to --csv.
 void print_eval(const EvalVerbOptions& o, const EvalOptions& opt, const EvalResult& r) {
   Table t;
-  t.header = {"split", "layout", "tokens", "loss", "ppl", "true_nll", "true_ppl", "far_pronoun_acc",
-              "far_sites", "near_pronoun_acc", "near_sites"};
-  t.add({o.split, opt.layout == data::Layout::Packed ? "packed" : "doc", std::to_string(r.tokens),
-         csv_num(r.loss), csv_num(r.ppl), csv_num(r.true_nll), csv_num(r.true_ppl), csv_num(r.far_acc), std::to_string(r.far_sites),
-         csv_num(r.near_acc), std::to_string(r.near_sites)});
+  t.header = {"split", "layout", "tokens", "loss", "ppl", "true_nll", "true_ppl"};
+  std::vector<std::string> cells = {o.split, opt.layout == data::Layout::Packed ? "packed" : "doc",
+                                    std::to_string(r.tokens), csv_num(r.loss), csv_num(r.ppl), csv_num(r.true_nll),
+                                    csv_num(r.true_ppl)};
+  for (const auto& m : r.metrics.in(data::kEvalTable))
+    t.header.push_back(m.column.name), cells.push_back(csv_num(m.value, m.column.decimals));
+  t.add(cells);
   std::cout << t.markdown();
   Table pos;
   pos.header = {"positions", "tokens", "nll", "true_nll"};

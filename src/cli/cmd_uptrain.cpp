@@ -15,6 +15,7 @@
 #include "cli/common.h"
 #include "config/config.h"
 #include "data/corpus.h"
+#include "data/metrics.h"
 #include "formats/checkpoint.h"
 #include "formats/convert.h"
 #include "train/evaluate.h"
@@ -74,13 +75,16 @@ struct Uptrain {
   bool tty = false;
   Table table;
   RunProgress* progress = nullptr;  // training runs done / total, weighted by their steps
+  std::vector<data::MetricColumn> headline;  // the corpus's headline metric columns (data/metrics.h)
 
   // One row of the table, written to uptrain.csv at once.
   void add(int k, const std::string& init, const std::string& steps_label, const std::string& seed,
            const EvalResult& e, int64_t params, const std::string& status) {
-    table.add({std::to_string(k), init, steps_label, seed, fmt::format("{:.4f}", e.loss),
-               fmt::format("{:.4f}", e.ppl), std::isnan(e.far_acc) ? "" : fmt::format("{:.3f}", e.far_acc),
-               std::to_string(params), std::to_string(2 * k * base.model.dim_head()), status});
+    std::vector<std::string> cells = {std::to_string(k), init, steps_label, seed, fmt::format("{:.4f}", e.loss),
+                                      fmt::format("{:.4f}", e.ppl)};
+    for (const auto& m : headline) cells.push_back(csv_num(e.metrics.get(m.name), m.short_decimals));
+    for (auto cell : {std::to_string(params), std::to_string(2 * k * base.model.dim_head()), status}) cells.push_back(cell);
+    table.add(cells);
     write_file_atomic((fs::path(out) / "uptrain.csv").string(), table.csv());
   }
 
@@ -144,7 +148,7 @@ int run_uptrain(const UptrainOptions& o, const Globals& g) {
   data::Corpus corpus = data::load_corpus(base.data);
   const int64_t budget = original_budget(ck, corpus);
   const std::vector<int> steps = uptrain_lengths(o, budget);
-  Uptrain u{o, ck, base, corpus, g.out.empty() ? default_out_dir("uptrain") : g.out, false, {}};
+  Uptrain u{o, ck, base, corpus, g.out.empty() ? default_out_dir("uptrain") : g.out, false, {}, nullptr, {}};
   const double per_conversion = std::accumulate(steps.begin(), steps.end(), 0.0);
   const size_t conversions = kv_heads.size() * inits.size() * seeds.size();
   const size_t scratch_runs = o.no_scratch ? 0 : kv_heads.size() * seeds.size();
@@ -156,8 +160,11 @@ int run_uptrain(const UptrainOptions& o, const Globals& g) {
   u.tty = isatty(STDERR_FILENO) && !log::quiet();
   log::info("uptrain", "{}: {} KV heads, trained {} steps; continuing for {} steps", o.checkpoint,
             base.model.kv_heads(), budget, fmt::join(steps, ", "));
-  u.table.header = {"kv_heads", "init", "steps", "seed", "test_loss", "test_ppl", "far_acc", "params",
-                    "kv_per_token_layer", "status"};
+  u.table.header = {"kv_heads", "init", "steps", "seed", "test_loss", "test_ppl"};
+  if (corpus.metric)
+    for (const auto& m : corpus.metric->columns())
+      if (m.tables & data::kHeadline) u.headline.push_back(m), u.table.header.push_back(m.short_name);
+  for (auto name : {"params", "kv_per_token_layer", "status"}) u.table.header.push_back(name);
   {
     ModernLM source = load_model(ck);
     u.add(base.model.kv_heads(), "source", std::to_string(budget), "", test_eval(source, corpus, base),

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "data/garden.h"
+#include "data/pronoun.h"
 #include "data/rng.h"
 #include "data/text.h"
 #include "data/tokenizer.h"
@@ -112,6 +113,7 @@ Corpus garden_corpus(const DataConfig& cfg) {
   c.val = generate_split(*garden, seed, Split::Val, cfg.val_docs);
   c.test = generate_split(*garden, seed, Split::Test, cfg.test_docs);
   c.truth = garden;
+  c.metric = pronoun_metric(garden, cfg.pronoun_window);
   return c;
 }
 

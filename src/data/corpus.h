@@ -13,7 +13,8 @@ namespace lmx::data {
 
 using Doc = std::vector<int32_t>;  // token ids: <bos> w1 ... wn <eos>
 
-class Tokenizer;  // data/tokenizer.h
+class Tokenizer;     // data/tokenizer.h
+class CorpusMetric;  // data/metrics.h
 
 enum class Split { Train, Val, Test };
 const char* split_name(Split s);
@@ -62,6 +63,7 @@ struct Corpus {
   Vocab vocab;
   std::vector<Doc> train, val, test;
   std::shared_ptr<const Truth> truth;  // null for text
+  std::shared_ptr<const CorpusMetric> metric;  // beyond the loss (garden: pronoun agreement); null for text
 
   const std::vector<Doc>& split(Split s) const;
 };

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace lmx::data {
@@ -117,6 +119,91 @@ CandidateScorer subject_heuristic(const std::vector<Doc>& docs, std::vector<std:
     for (int32_t c : candidates) scores.push_back(c == guess ? 1.0 : 0.0);
     return scores;
   };
+}
+
+std::vector<MetricColumn> pronoun_columns() {
+  auto col = [](const char* name, int decimals, unsigned tables, const char* title = "", const char* short_name = "") {
+    MetricColumn c;
+    c.name = name, c.decimals = decimals, c.tables = tables, c.title = title, c.short_name = short_name;
+    return c;
+  };
+  const unsigned summary = kSummaryTable, eval = kEvalTable;
+  return {
+      col("far_pronoun_acc", 4, summary | eval | kShortTable | kHeadline, "far pron.", "far_acc"),
+      col("far_sites", 0, eval),
+      col("near_pronoun_acc", 4, summary | eval | kShortTable, "near pron."),
+      col("near_sites", 0, eval),
+      // The far sites by distance (6-10, 11-20, 21+ at W = 5) and by intervening other-gender nouns.
+      col("far_acc_d_le10", 4, summary), col("far_acc_d11_20", 4, summary), col("far_acc_d21up", 4, summary),
+      col("far_acc_i0", 4, summary), col("far_acc_i1", 4, summary), col("far_acc_i2up", 4, summary),
+  };
+}
+
+namespace {
+
+class PronounTally : public MetricTally {
+ public:
+  PronounTally(const std::vector<std::vector<PronounSite>>& sites, const std::vector<int32_t>& candidates, int window)
+      : sites_(sites), candidates_(candidates), window_(window) {}
+
+  void add(size_t d, const torch::Tensor& logits) override {
+    add_pronoun_sites(acc_, sites_.at(d), candidates_, window_, logits);
+  }
+
+  Metrics finish() const override {
+    const PronounAccuracy& a = acc_;
+    const double values[] = {a.far(), double(a.far_sites), a.near(), double(a.near_sites),
+                             a.far_by_distance(0), a.far_by_distance(1), a.far_by_distance(2),
+                             a.far_by_intervening(0), a.far_by_intervening(1), a.far_by_intervening(2)};
+    Metrics m;
+    const auto cols = pronoun_columns();
+    for (size_t i = 0; i < cols.size(); ++i) m.values.push_back({cols[i], values[i]});
+    if (a.far() < kAgreementLearned)  // false for NaN: nothing scored is no plateau
+      m.warning = fmt::format("far-pronoun accuracy {:.3f} < {}: this run never learned pronoun agreement (a "
+                              "plateau); its perplexity is not comparable with runs that did", a.far(), kAgreementLearned);
+    return m;
+  }
+
+ private:
+  const std::vector<std::vector<PronounSite>>& sites_;
+  const std::vector<int32_t>& candidates_;
+  int window_;
+  PronounAccuracy acc_;
+};
+
+class PreparedPronouns : public PreparedMetric {
+ public:
+  PreparedPronouns(const Truth& truth, const std::vector<Doc>& docs, int window)
+      : candidates_(truth.pronouns()), window_(window) {
+    for (const auto& doc : docs) sites_.push_back(truth.pronoun_sites(doc));
+  }
+  std::unique_ptr<MetricTally> start() const override {
+    return std::make_unique<PronounTally>(sites_, candidates_, window_);
+  }
+
+ private:
+  std::vector<std::vector<PronounSite>> sites_;  // each document's
+  std::vector<int32_t> candidates_;
+  int window_;
+};
+
+class PronounMetric : public CorpusMetric {
+ public:
+  PronounMetric(std::shared_ptr<const Truth> truth, int window) : truth_(std::move(truth)), window_(window) {}
+  std::vector<MetricColumn> columns() const override { return pronoun_columns(); }
+  std::unique_ptr<PreparedMetric> prepare(const std::vector<Doc>& docs) const override {
+    return std::make_unique<PreparedPronouns>(*truth_, docs, window_);
+  }
+
+ private:
+  std::shared_ptr<const Truth> truth_;
+  int window_;
+};
+
+}  // namespace
+
+std::shared_ptr<const CorpusMetric> pronoun_metric(std::shared_ptr<const Truth> truth, int window) {
+  return std::make_shared<PronounMetric>(std::move(truth), window);
 }
 
 }  // namespace lmx::data

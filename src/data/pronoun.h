@@ -12,9 +12,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "data/corpus.h"
+#include "data/metrics.h"
 
 namespace lmx::data {
 
@@ -72,5 +74,13 @@ CandidateScorer noun_heuristic(const std::vector<Doc>& docs, std::map<int32_t, i
 // "main clause" reading that a one-clause world rewards.
 CandidateScorer subject_heuristic(const std::vector<Doc>& docs, std::vector<std::vector<int>> subjects,
                                   std::map<int32_t, int32_t> noun_pronoun, std::vector<int32_t> boundaries, bool first);
+
+// The garden world's metric (data/metrics.h) over whole documents, window W: far and near
+// accuracy, their site counts, and the far sites' accuracy by distance and by intervening
+// nouns. Its warning: far accuracy below kAgreementLearned, a run that never learned agreement.
+std::shared_ptr<const CorpusMetric> pronoun_metric(std::shared_ptr<const Truth> truth, int window);
+std::vector<MetricColumn> pronoun_columns();
+// Far-pronoun accuracy below which a run is reported as never having learned agreement.
+constexpr double kAgreementLearned = 0.9;
 
 }  // namespace lmx::data

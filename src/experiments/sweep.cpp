@@ -130,12 +130,8 @@ Table merge_shards(const std::vector<std::string>& dirs, std::string* spec) {
       throw InputError(fmt::format("{}: no summary.csv: the run did not finish", e.dir),
                        "finish that shard (lmx sweep SPEC --shard I/N --resume DIR), then merge");
     Table t = read_seed_rows(summary);
-    if (merged.header.empty()) merged.header = t.header;
-    if (t.header != merged.header) throw InputError(fmt::format("{}: summary columns differ from the other runs'", summary));
-    for (auto& row : t.rows) {
-      row[0] = e.name;
-      merged.add(row);
-    }
+    for (auto& row : t.rows) row[0] = e.name;
+    add_rows(merged, t);
   }
   return merged;
 }
@@ -228,10 +224,7 @@ class SweepScheduler {
       start_ready();
       if (!wait_for_one()) break;  // interrupted before starting the rest
     }
-    for (auto& t : collected_) {  // joined in run order
-      if (res_.seeds.header.empty()) res_.seeds.header = t.header;
-      for (auto& row : t.rows) res_.seeds.add(row);
-    }
+    for (const auto& t : collected_) add_rows(res_.seeds, t);  // joined in run order
     if (signals::interrupted()) res_.interrupted = true;
     return res_;
   }

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "data/baselines.h"
-#include "data/pronoun.h"
+#include "data/metrics.h"
 
 namespace lmx {
 
@@ -19,7 +19,6 @@ EvalOptions eval_options(const Config& cfg, data::Split split) {
   opt.seq_len = opt.layout == data::Layout::Packed ? cfg.data.seq_len : 0;
   opt.batch_size = std::max(cfg.train.batch_size, 32);
   opt.max_docs = split == data::Split::Val ? cfg.train.eval_docs : 0;
-  opt.pronoun_window = cfg.data.pronoun_window;
   opt.precision = cfg.train.precision;
   return opt;
 }
@@ -46,9 +45,10 @@ struct Evaluation::Rows {
   data::Rows rows;
   std::vector<std::vector<double>> truth;  // truth[r][t]: true log p of rows[r][t + 1] (empty without a truth)
   std::vector<std::vector<size_t>> batches;
-  bool pronoun_rows = false;  // doc layout with every document in one row: pronoun agreement is scored
-  std::vector<std::vector<data::PronounSite>> sites;  // with pronoun_rows: each document's sites
-  std::vector<int32_t> pronouns;                      // the candidates
+  // The corpus's metric (null: none), prepared for the documents when each is one row of the
+  // doc layout (metric_rows: row r is document r); otherwise for none (its values NaN).
+  std::unique_ptr<data::PreparedMetric> metric;
+  bool metric_rows = false;
 };
 
 namespace {
@@ -69,11 +69,9 @@ EvalRows eval_rows(const ModernLM& model, const data::Corpus& corpus, const Eval
   const data::Truth* truth = corpus.truth.get();
   if (truth) e.truth = data::row_true_logprobs(*truth, e.docs, opt.layout, seq_len);
   e.batches = data::length_sorted_batches(e.rows, opt.batch_size);
-  e.pronoun_rows = !packed && truth && e.rows.rows.size() == e.docs.size();
-  if (e.pronoun_rows) {
-    e.pronouns = truth->pronouns();
-    for (const auto& doc : e.docs) e.sites.push_back(truth->pronoun_sites(doc));
-  }
+  e.metric_rows = !packed && e.rows.rows.size() == e.docs.size();
+  static const std::vector<data::Doc> none;
+  if (corpus.metric) e.metric = corpus.metric->prepare(e.metric_rows ? e.docs : none);
   return e;
 }
 
@@ -81,14 +79,14 @@ EvalRows eval_rows(const ModernLM& model, const data::Corpus& corpus, const Eval
 struct EvalSums {
   double nll = 0, true_nll = 0, covered = 0, untrained = 0;
   int64_t true_tokens = 0;
-  data::PronounAccuracy pronoun;
+  std::unique_ptr<data::MetricTally> metric;  // null: no metric scores this evaluation
 };
 
 // One batch's targets into the sums and r's token counts and ranges (positions at or beyond
 // trained_len apart).
 void add_eval_batch(EvalResult& r, EvalSums& sums, const torch::Tensor& logits, const data::Batch& b,
                     const std::vector<size_t>& indices, const EvalRows& e, const data::Truth* truth,
-                    int64_t trained_len, int pronoun_window) {
+                    int64_t trained_len) {
   auto logp = torch::log_softmax(logits, -1);
   auto targets = b.targets.clamp_min(0);
   auto tok_logp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).to(torch::kDouble).contiguous();  // (B, T)
@@ -120,8 +118,7 @@ void add_eval_batch(EvalResult& r, EvalSums& sums, const torch::Tensor& logits, 
         }
       }
     }
-    if (e.pronoun_rows)  // row `row` is document `row`; target t is doc[t + 1]
-      data::add_pronoun_sites(sums.pronoun, e.sites[row], e.pronouns, pronoun_window, logits[i]);
+    if (sums.metric && e.metric_rows) sums.metric->add(row, logits[i]);  // row `row` is document `row`
   }
 }
 
@@ -136,11 +133,7 @@ void finish_eval(EvalResult& r, const EvalSums& sums) {
     r.true_ppl = std::exp(r.true_nll);
     r.covered_loss = sums.covered / sums.true_tokens;
   }
-  r.pronoun = sums.pronoun;
-  r.far_sites = sums.pronoun.far_sites;
-  r.near_sites = sums.pronoun.near_sites;
-  r.far_acc = sums.pronoun.far();
-  r.near_acc = sums.pronoun.near();
+  if (sums.metric) r.metrics = sums.metric->finish();
   for (auto& range : r.ranges) {
     if (range.tokens == 0) continue;
     range.nll /= range.tokens;
@@ -170,6 +163,7 @@ EvalResult Evaluation::run(ModernLM& model) const {
   const bool packed = opt.layout == data::Layout::Packed;
   const int64_t trained_len = packed || opt.trained_len <= 0 ? std::numeric_limits<int64_t>::max() : opt.trained_len;
   EvalSums sums;
+  if (e.metric) sums.metric = e.metric->start();
   const torch::Device device = model->parameters().front().device();  // cpu or cuda
   for (const auto& indices : e.batches) {
     const data::Batch b = data::rows_batch(e.rows, indices, corpus_->vocab.pad);
@@ -179,7 +173,7 @@ EvalResult Evaluation::run(ModernLM& model) const {
       logits = model->forward(b.inputs.to(device));  // (B, T, V)
     }
     logits = logits.to(torch::kCPU, torch::kFloat32);  // no copy for fp32 on the CPU
-    add_eval_batch(r, sums, logits, b, indices, e, corpus_->truth.get(), trained_len, opt.pronoun_window);
+    add_eval_batch(r, sums, logits, b, indices, e, corpus_->truth.get(), trained_len);
   }
   finish_eval(r, sums);
   if (was_training) model->train();

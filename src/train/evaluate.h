@@ -1,6 +1,6 @@
 // Evaluation of a model on one split: loss and perplexity, the true distribution's NLL on
-// the same tokens, the pronoun-agreement accuracies (far / near), and mean NLL per
-// position range (length extrapolation).
+// the same tokens, the corpus's own metric (data/metrics.h; the garden's pronoun agreement),
+// and mean NLL per position range (length extrapolation).
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -10,7 +10,7 @@
 #include "config/config.h"
 #include "data/batch.h"
 #include "data/corpus.h"
-#include "data/pronoun.h"
+#include "data/metrics.h"
 #include "model/lm.h"
 
 namespace lmx {
@@ -21,7 +21,6 @@ struct EvalOptions {
   int seq_len = 0;                 // packed: row length (required); doc: 0 = whole documents
   int batch_size = 32;
   int max_docs = 0;                // 0 = every document of the split
-  int pronoun_window = 5;          // far = subject more than W tokens back
   std::vector<int> by_position;    // range starts, e.g. {0, 64, 128, 256}; empty = none
   std::string precision = "fp32";  // fp32 | bf16 (the forward under autocast; log-probs in fp32)
   // Doc layout: targets at row positions >= trained_len were never trained (no training row
@@ -48,10 +47,9 @@ struct EvalResult {
   double true_ppl = std::numeric_limits<double>::quiet_NaN();
   int64_t true_tokens = 0;
   double covered_loss = std::numeric_limits<double>::quiet_NaN();
-  double far_acc = std::numeric_limits<double>::quiet_NaN();
-  double near_acc = std::numeric_limits<double>::quiet_NaN();
-  int64_t far_sites = 0, near_sites = 0;
-  data::PronounAccuracy pronoun;   // the counts behind far/near, with the far-site buckets
+  // The corpus's metric over whole documents (doc layout, every document in one row); without
+  // a metric none, and NaN values where the layout cannot be scored.
+  data::Metrics metrics;
   std::vector<PositionRange> ranges;
   int64_t untrained_tokens = 0;    // targets at positions training never reached (not in loss)
   double untrained_loss = std::numeric_limits<double>::quiet_NaN();  // their mean NLL
@@ -60,7 +58,7 @@ struct EvalResult {
 EvalResult evaluate(ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt);
 
 // One split's evaluation prepared once: its rows and batches, the truth's log-probs and the
-// pronoun sites depend on the corpus, the options and the model's max_seq_len only, so a
+// metric's preparation depend on the corpus, the options and the model's max_seq_len only, so a
 // training run finds them once and evaluates the model on them at every validation. The
 // corpus must outlive it.
 class Evaluation {
@@ -79,8 +77,7 @@ class Evaluation {
 };
 
 // How a training run evaluates a split of its config: the training layout (packed rows of
-// seq_len, or whole documents), batch max(batch_size, 32), the config's pronoun window, and
-// train.eval_docs documents for validation (every document for the test split).
+// seq_len, or whole documents), batch max(batch_size, 32), and train.eval_docs documents for validation (every document for the test split).
 EvalOptions eval_options(const Config& cfg, data::Split split);
 
 // Doc layout: the number of row positions the config's training rows reach (the longest

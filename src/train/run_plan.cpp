@@ -101,8 +101,7 @@ bool kept_from_before(const fs::path& run_dir, uint64_t seed, Table& rows, RunOp
   const auto [status, steps] = checkpoint_status((run_dir / "model.safetensors").string());
   if (!resumable_status(status) && !status.empty() && result_matches(result_csv, status, steps)) {
     Table done = read_seed_rows(result_csv);
-    if (rows.header.empty()) rows.header = done.header;
-    for (auto& r : done.rows) rows.add(r);
+    add_rows(rows, done);
     log::info("train", "seed {}: finished before ({}), kept", seed, status);
     return true;
   }
@@ -137,8 +136,7 @@ int train_seeds(const TrainPlan& plan, const data::Corpus& corpus, const Config&
     r.unigram_test_ppl = unigram_test;
     Table one = seed_rows({{plan.cfg.name, resolved, r}});
     if (writer) write_file_atomic((run_dir / "result.csv").string(), one.csv());
-    if (rows.header.empty()) rows.header = one.header;
-    rows.add(one.rows.at(0));
+    add_rows(rows, one);
     if (writer) write_file_atomic((fs::path(plan.out) / "summary.csv").string(), with_aggregates(rows).csv());
     if (r.status == "interrupted") return 130;
   }

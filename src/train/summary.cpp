@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "data/metrics.h"
 #include "model/sizes.h"
 #include "train/stats.h"
 
@@ -13,14 +14,15 @@ namespace lmx {
 
 namespace {
 
-// Numeric columns of the per-seed rows, in CSV order after name, seed, status.
+// Numeric columns of the per-seed rows: the run's (CSV order after name, seed, status), then
+// the corpus's metric columns (data/metrics.h), then the costs (before the message).
 struct Column {
   const char* name;
   int digits;
   double (*get)(const SummaryRow&);
 };
 
-const std::vector<Column>& numeric_columns() {
+const std::vector<Column>& run_columns() {
   static const std::vector<Column> cols = {
       {"params", 0, [](const SummaryRow& r) { return double(r.run.params); }},
       {"steps", 0, [](const SummaryRow& r) { return double(r.run.steps); }},
@@ -35,15 +37,12 @@ const std::vector<Column>& numeric_columns() {
       {"unigram_test_ppl", 4, [](const SummaryRow& r) { return r.run.unigram_test_ppl; }},
       {"test_untrained_targets", 0, [](const SummaryRow& r) { return double(r.run.test.untrained_tokens); }},
       {"test_untrained_loss", 4, [](const SummaryRow& r) { return r.run.test.untrained_loss; }},
-      {"far_pronoun_acc", 4, [](const SummaryRow& r) { return r.run.test.far_acc; }},
-      {"near_pronoun_acc", 4, [](const SummaryRow& r) { return r.run.test.near_acc; }},
-      // Far sites by distance (6-10, 11-20, 21+ at W = 5) and by intervening other-gender nouns.
-      {"far_acc_d_le10", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_distance(0); }},
-      {"far_acc_d11_20", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_distance(1); }},
-      {"far_acc_d21up", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_distance(2); }},
-      {"far_acc_i0", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_intervening(0); }},
-      {"far_acc_i1", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_intervening(1); }},
-      {"far_acc_i2up", 4, [](const SummaryRow& r) { return r.run.test.pronoun.far_by_intervening(2); }},
+  };
+  return cols;
+}
+
+const std::vector<Column>& cost_columns() {
+  static const std::vector<Column> cols = {
       {"kv_numbers_per_token_per_layer", 0,
        [](const SummaryRow& r) { return double(kv_cache_size(r.config.model).per_token_per_layer); }},
       {"kv_bytes_per_token_bf16", 0,
@@ -53,6 +52,18 @@ const std::vector<Column>& numeric_columns() {
       {"peak_rss_mib", 1, [](const SummaryRow& r) { return r.run.peak_rss_mib; }},
   };
   return cols;
+}
+
+// The cells of `row` (under `from`) in the order of `header`; "" where `from` has no such column.
+std::vector<std::string> reordered(const std::vector<std::string>& row, const std::vector<std::string>& from,
+                                   const std::vector<std::string>& header) {
+  std::vector<std::string> cells;
+  for (const auto& name : header) {
+    const auto it = std::find(from.begin(), from.end(), name);
+    const size_t i = static_cast<size_t>(it - from.begin());
+    cells.push_back(it != from.end() && i < row.size() ? row[i] : "");
+  }
+  return cells;
 }
 
 bool is_aggregate(const std::string& seed) {
@@ -108,15 +119,39 @@ Stats stats(const std::vector<double>& values) {
 Table seed_rows(const std::vector<SummaryRow>& rows) {
   Table t;
   t.header = {"name", "seed", "status"};
-  for (const auto& c : numeric_columns()) t.header.push_back(c.name);
+  for (const auto& c : run_columns()) t.header.push_back(c.name);
+  for (const auto& c : cost_columns()) t.header.push_back(c.name);
   t.header.push_back("message");
   for (const auto& r : rows) {
+    Table one;
+    one.header = {"name", "seed", "status"};
     std::vector<std::string> cells = {r.name, std::to_string(r.run.seed), r.run.status};
-    for (const auto& c : numeric_columns()) cells.push_back(csv_num(c.get(r), c.digits));
-    cells.push_back(r.run.message);
-    t.add(cells);
+    for (const auto& c : run_columns()) one.header.push_back(c.name), cells.push_back(csv_num(c.get(r), c.digits));
+    for (const auto& m : r.run.test.metrics.in(data::kSummaryTable))
+      one.header.push_back(m.column.name), cells.push_back(csv_num(m.value, m.column.decimals));
+    for (const auto& c : cost_columns()) one.header.push_back(c.name), cells.push_back(csv_num(c.get(r), c.digits));
+    one.header.push_back("message"), cells.push_back(r.run.message);
+    one.add(cells);
+    add_rows(t, one);
   }
   return t;
+}
+
+void add_rows(Table& into, const Table& from) {
+  if (into.header.empty()) into.header = from.header;
+  if (from.header != into.header) {  // the union: each new column after the one before it in `from`
+    std::vector<std::string> header = into.header;
+    for (size_t i = 0; i < from.header.size(); ++i) {
+      if (std::find(header.begin(), header.end(), from.header[i]) != header.end()) continue;
+      const auto at = i == 0 ? header.begin() : std::find(header.begin(), header.end(), from.header[i - 1]) + 1;
+      header.insert(at, from.header[i]);
+    }
+    if (header != into.header) {
+      for (auto& row : into.rows) row = reordered(row, into.header, header);
+      into.header = header;
+    }
+  }
+  for (const auto& row : from.rows) into.add(from.header == into.header ? row : reordered(row, from.header, into.header));
 }
 
 Table read_seed_rows(const std::string& summary_csv) {
@@ -155,14 +190,16 @@ Table with_aggregates(const Table& seeds) {
 
 std::string summary_markdown(const Table& seeds) {
   struct View {
-    const char* title;
-    const char* col;
+    std::string title, col;
     int digits;
   };
-  const std::vector<View> views = {{"params", "params", 0},          {"test ppl", "test_ppl", 3},
-                                   {"true ppl", "true_test_ppl", 3}, {"unigram ppl", "unigram_test_ppl", 2},
-                                   {"far pron.", "far_pronoun_acc", 3}, {"near pron.", "near_pronoun_acc", 3},
-                                   {"wall s", "wall_s", 1}};
+  std::vector<View> views = {{"params", "params", 0},
+                             {"test ppl", "test_ppl", 3},
+                             {"true ppl", "true_test_ppl", 3},
+                             {"unigram ppl", "unigram_test_ppl", 2}};
+  for (const auto& m : data::known_metric_columns())  // the metric columns the table holds
+    if ((m.tables & data::kShortTable) && column(seeds, m.name) >= 0) views.push_back({m.title, m.name, m.short_decimals});
+  views.push_back({"wall s", "wall_s", 1});
   Table t;
   t.header = {"name", "seed"};
   for (const auto& v : views) t.header.push_back(v.title);
@@ -180,7 +217,7 @@ std::string summary_markdown(const Table& seeds) {
     for (const auto& v : views) {
       Stats s = stats(ok_values(seeds, name, column(seeds, v.col)));
       // One value has no spread to show (not "± 0.000"); equal values do, for test ppl.
-      bool constant = s.n == 1 || (s.n > 0 && s.std == 0 && std::string(v.col) != "test_ppl");
+      bool constant = s.n == 1 || (s.n > 0 && s.std == 0 && v.col != "test_ppl");
       cells.push_back(s.n == 0 ? "" : constant ? csv_num(s.mean, v.digits)
                                                 : fmt::format("{:.{}f} ± {:.{}f}", s.mean, v.digits, s.std, v.digits));
     }

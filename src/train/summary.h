@@ -23,6 +23,11 @@ struct SummaryRow {
 // The per-seed rows (no aggregates).
 Table seed_rows(const std::vector<SummaryRow>& rows);
 
+// Appends from's rows to into's, column by name: a column only one of them has (a corpus's
+// metric columns, data/metrics.h) joins the header after the column before it in `from`, and is
+// empty in the rows without it.
+void add_rows(Table& into, const Table& from);
+
 // Per-seed rows read back from a summary.csv (aggregate rows dropped).
 Table read_seed_rows(const std::string& summary_csv);
 

@@ -49,8 +49,6 @@ struct RunResult {
 // Optimizer steps of a run: train.steps, else train.epochs passes of batches_per_epoch.
 // Steps whose mean train loss RunResult::train_loss_first reports (how fast a run starts).
 constexpr int64_t kFirstSteps = 50;
-// Far-pronoun accuracy below which a run is reported as never having learned agreement.
-constexpr double kAgreementLearned = 0.9;
 
 int64_t total_steps(const TrainConfig& t, int64_t batches_per_epoch);
 // The same for a config on a corpus (one process).
