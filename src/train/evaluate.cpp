@@ -55,8 +55,10 @@ namespace {
 
 using EvalRows = Evaluation::Rows;
 
-EvalRows eval_rows(const ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt) {
-  EvalRows e;
+// On the heap, where it stays: the metric's preparation may keep references to e.docs.
+std::unique_ptr<EvalRows> eval_rows(const ModernLM& model, const data::Corpus& corpus, const EvalOptions& opt) {
+  auto owned = std::make_unique<EvalRows>();
+  EvalRows& e = *owned;
   e.docs = corpus.split(opt.split);
   if (opt.max_docs > 0 && static_cast<int>(e.docs.size()) > opt.max_docs) e.docs.resize(opt.max_docs);
   const bool packed = opt.layout == data::Layout::Packed;
@@ -72,7 +74,7 @@ EvalRows eval_rows(const ModernLM& model, const data::Corpus& corpus, const Eval
   e.metric_rows = !packed && e.rows.rows.size() == e.docs.size();
   static const std::vector<data::Doc> none;
   if (corpus.metric) e.metric = corpus.metric->prepare(e.metric_rows ? e.docs : none);
-  return e;
+  return owned;
 }
 
 // The running sums of an evaluation, over the batches in order.
@@ -144,7 +146,7 @@ void finish_eval(EvalResult& r, const EvalSums& sums) {
 }  // namespace
 
 Evaluation::Evaluation(const ModernLM& model, const data::Corpus& corpus, EvalOptions opt)
-    : corpus_(&corpus), opt_(std::move(opt)), rows_(std::make_unique<Rows>(eval_rows(model, corpus, opt_))) {}
+    : corpus_(&corpus), opt_(std::move(opt)), rows_(eval_rows(model, corpus, opt_)) {}
 Evaluation::~Evaluation() = default;
 Evaluation::Evaluation(Evaluation&&) noexcept = default;
 Evaluation& Evaluation::operator=(Evaluation&&) noexcept = default;
