@@ -1,14 +1,25 @@
 # The layers as a build fact: a source under src/<layer>/ may include "<other>/..." only for a
-# layer at or below its own in LAYERS (bottom first). Run by the build before any layer compiles:
-#   cmake -DSRC=src -DLAYERS=util,config,... -DSTAMP=file -P cmake/check_layers.cmake
-# An upward include is an error naming the file, the line and what that layer may include.
+# layer at or below its own in LAYERS (bottom first), and a layer in NO_TORCH no LibTorch header
+# (<torch/...>, <ATen/...>, <c10/...>: those layers do not link it). Run by the build before any
+# layer compiles:
+#   cmake -DSRC=src -DLAYERS=util,config,... -DNO_TORCH=util,config -DSTAMP=file -P cmake/check_layers.cmake
+# Each offending include is an error naming the file, the line and what that layer may include.
 string(REPLACE "," ";" LAYERS "${LAYERS}")
+string(REPLACE "," ";" NO_TORCH "${NO_TORCH}")
 set(bad "")
 set(allowed "")
 foreach(layer ${LAYERS})
   list(APPEND allowed ${layer})
   file(GLOB_RECURSE files ${SRC}/${layer}/*.h ${SRC}/${layer}/*.cpp)
+  list(FIND NO_TORCH ${layer} torch_free)
   foreach(f ${files})
+    if(torch_free GREATER -1)
+      file(STRINGS ${f} torch_lines REGEX "^#include <(torch|ATen|c10)/")
+      foreach(line ${torch_lines})
+        file(RELATIVE_PATH rel ${SRC}/.. ${f})
+        string(APPEND bad "  ${rel}: ${line}: the ${layer} layer uses no LibTorch (it neither includes nor links it)\n")
+      endforeach()
+    endif()
     file(STRINGS ${f} lines REGEX "^#include \"[a-z_]+/")
     foreach(line ${lines})
       string(REGEX REPLACE "^#include \"([a-z_]+)/.*" "\\1" target "${line}")
@@ -23,6 +34,6 @@ foreach(layer ${LAYERS})
   endforeach()
 endforeach()
 if(bad)
-  message(FATAL_ERROR "lmx: includes that reach up a layer (docs/DESIGN.md, Layers):\n${bad}")
+  message(FATAL_ERROR "lmx: includes that break the layers (docs/DESIGN.md, Layers):\n${bad}")
 endif()
 file(TOUCH ${STAMP})

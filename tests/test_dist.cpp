@@ -14,6 +14,7 @@
 #include "experiments/sweep.h"
 #include "formats/checkpoint.h"
 #include "helpers.h"
+#include "kernels/torch_runtime.h"
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/runtime.h"

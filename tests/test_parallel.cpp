@@ -13,6 +13,7 @@
 #include "helpers.h"
 #include "kernels/fused_attention.h"
 #include "kernels/parallel.h"
+#include "kernels/torch_runtime.h"
 #include "model/ffn.h"
 #include "model/loss.h"
 #include "model/norm.h"

@@ -2,8 +2,8 @@
 // names in both tables, one Llama row per kind, and a component added from outside lmx's sources
 // in one call (a squared-ReLU FFN, Primer: So et al. 2021), which config validation, the
 // parameter arithmetic and the model then take like a built-in one. Also the layering and
-// environment rules that keep such changes in one place: an include that reaches up a layer
-// fails cmake/check_layers.cmake, and every LMX_* variable is read through util/env.h and
+// environment rules that keep such changes in one place: an include that reaches up a layer,
+// or a LibTorch header in util or config, fails cmake/check_layers.cmake, and every LMX_* variable is read through util/env.h and
 // documented in docs/USAGE.md.
 #include "catch.h"
 
@@ -86,7 +86,7 @@ TEST_CASE("a component added at run time is validated, counted and built like a 
   CHECK_THROWS_AS(registry::add(registry::Kind::Ffn, {"relu2", "again", {}}), std::logic_error);
 }
 
-TEST_CASE("an include that reaches up a layer fails the layer check", "[registry]") {
+TEST_CASE("an include that reaches up a layer, or LibTorch in util or config, fails the layer check", "[registry]") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "lmx_layers_test";
   fs::remove_all(dir);
@@ -94,14 +94,19 @@ TEST_CASE("an include that reaches up a layer fails the layer check", "[registry
   fs::create_directories(dir / "model");
   std::ofstream(dir / "model" / "m.h") << "#include \"util/u.h\"\n";  // down: allowed
   std::ofstream(dir / "util" / "u.h") << "#pragma once\n";
-  const std::string check = "cmake -DSRC=" + dir.string() + " -DLAYERS=util,config,model -DSTAMP=" +
+  const std::string check = "cmake -DSRC=" + dir.string() + " -DLAYERS=util,config,model -DNO_TORCH=util,config -DSTAMP=" +
                             (dir / "stamp").string() + " -P " + source_path("cmake/check_layers.cmake") + " 2>&1";
+  std::ofstream(dir / "model" / "t.h") << "#include <torch/torch.h>\n";  // LibTorch above config: allowed
   auto ok = run_shell(check);
   CHECK(ok.code == 0);
   std::ofstream(dir / "util" / "u.h") << "#pragma once\n#include \"model/m.h\"\n";  // up: refused
   auto bad = run_shell(check);
   CHECK(bad.code != 0);
   CHECK_THAT(bad.output, Catch::Contains("util/u.h: #include \"model/m.h\": the util layer may include util only"));
+  std::ofstream(dir / "util" / "u.h") << "#pragma once\n#include <ATen/Parallel.h>\n";  // LibTorch in util: refused
+  auto torch = run_shell(check);
+  CHECK(torch.code != 0);
+  CHECK_THAT(torch.output, Catch::Contains("util/u.h: #include <ATen/Parallel.h>: the util layer uses no LibTorch"));
   fs::remove_all(dir);
 }
 

@@ -1,4 +1,4 @@
-// Thread defaults and the BLAS kernel note (util/runtime.h).
+// Thread defaults and the BLAS kernel note (util/runtime.h); denormals (kernels/torch_runtime.h).
 #include "catch.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <ATen/Context.h>
 #include <torch/torch.h>
 
+#include "kernels/torch_runtime.h"
 #include "util/runtime.h"
 
 using namespace lmx;

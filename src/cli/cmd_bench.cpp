@@ -18,6 +18,7 @@
 #include "infer/decoder.h"
 #include "kernels/gemm.h"
 #include "kernels/precision.h"
+#include "kernels/torch_runtime.h"
 #include "model/lm.h"
 #include "model/sizes.h"
 #include "train/trainer.h"

@@ -12,6 +12,7 @@
 #include "kernels/cpu_kernels.h"
 #include "kernels/fused_attention.h"
 #include "kernels/gemm.h"
+#include "kernels/torch_runtime.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/log_sink.h"

@@ -42,6 +42,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "kernels/torch_runtime.h"
 #include "util/env.h"
 #include "util/error.h"
 #include "util/faults.h"

@@ -14,6 +14,7 @@
 #include "dist/dist.h"
 #include "formats/checkpoint.h"
 #include "kernels/precision.h"
+#include "kernels/torch_runtime.h"
 #include "model/memory.h"
 #include "train/schedule.h"
 #include "train/train_state.h"

@@ -2,10 +2,6 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
-#include <torch/cuda.h>
-#include <ATen/Context.h>
-#include <ATen/Parallel.h>
 
 #include <fcntl.h>
 #include <sched.h>
@@ -99,11 +95,10 @@ int env_int(const char* name, int fallback) {
 }
 }  // namespace
 
-void set_threads(int n) {
+void set_blas_threads(int n) {
   if (n < 1) throw InputError("--threads must be at least 1, got " + std::to_string(n));
   const ThreadSplit split = thread_split(n);
   g_threads = n;
-  at::set_num_threads(split.torch_threads);
   g_blas_threads = split.blas_threads;
   if (auto set_blas = blas_symbol<SetThreadsFn>("openblas_set_num_threads")) set_blas(split.blas_threads);
 }
@@ -122,7 +117,6 @@ ThreadSplit thread_split(int n) {
 }
 
 int threads() { return g_threads; }
-int torch_threads() { return at::get_num_threads(); }
 int blas_threads() { return g_blas_threads; }
 
 int available_cores() {
@@ -177,40 +171,6 @@ void tune_allocator() {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
 #endif
-}
-
-namespace {
-bool g_flushed = false;
-}
-
-bool flush_denormals() {
-  if (env::text("LMX_KEEP_DENORMALS") == "1") return g_flushed = false;
-  return g_flushed = at::globalContext().setFlushDenormal(true);
-}
-
-bool denormals_flushed() { return g_flushed; }
-
-bool cuda_available() { return torch::cuda::is_available(); }
-
-void check_device(const std::string& device) {
-  if (device == "cpu") return;
-  if (device == "cuda") {
-    if (!cuda_available())
-      throw InputError("--device cuda: this LibTorch build has no CUDA (or no GPU is visible)",
-                       "use --device cpu, or rebuild lmx against a CUDA LibTorch (see README)");
-    return;
-  }
-  throw InputError("unknown device '" + device + "'", "valid devices: cpu, cuda");
-}
-
-c10::Device make_device(const std::string& device, int local_rank) {
-  check_device(device);
-  if (device == "cpu") return c10::Device(c10::kCPU);
-  const auto gpus = static_cast<int>(torch::cuda::device_count());
-  const c10::Device d(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % std::max(1, gpus)));
-  // The current device too, so that this rank's CUDA context (and NCCL's) is on its own GPU.
-  c10::impl::getDeviceGuardImpl(c10::kCUDA)->setDevice(d);
-  return d;
 }
 
 }  // namespace lmx::runtime

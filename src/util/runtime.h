@@ -1,7 +1,7 @@
-// The process's compute environment: threads, BLAS, device.
+// The process's compute environment without LibTorch: thread counts and their split, BLAS,
+// cores, the executable's own path. The LibTorch side (its thread pool, denormals, devices) is
+// kernels/torch_runtime.h.
 #pragma once
-#include <c10/core/Device.h>
-
 #include <string>
 
 namespace lmx::runtime {
@@ -22,11 +22,11 @@ struct BlasInfo {
 
 BlasInfo blas_info();
 
-// Sets LibTorch intra-op threads and OpenBLAS threads together (no oversubscription): n
-// threads are split as thread_split(n) says.
-void set_threads(int n);
+// Records n as the process's thread count and gives OpenBLAS its part (thread_split(n));
+// throws InputError for n < 1. runtime::set_threads (kernels/torch_runtime.h) calls it and
+// gives LibTorch its part.
+void set_blas_threads(int n);
 int threads();        // n, as last set
-int torch_threads();  // LibTorch intra-op threads (at::get_num_threads)
 int blas_threads();   // OpenBLAS threads (as last set)
 
 struct ThreadSplit {
@@ -57,16 +57,6 @@ int local_world_size();
 // start; peak RSS is unchanged (freed memory is reused, not grown).
 void tune_allocator();
 
-// Subnormal floats (|x| < 1.2e-38) flushed to zero on this thread and the threads it starts
-// later (x86 MXCSR FTZ/DAZ): a diverging or high-lr run whose softmax tails, Adam moments or
-// activations fall into that range otherwise takes the CPU's slow microcode path (a pre-norm
-// model at lr 4e-2 trained 3.6x slower, docs/PERFORMANCE.md). Skipped when
-// LMX_KEEP_DENORMALS=1 (IEEE gradual underflow, as PyTorch's default). Call once at start,
-// before any thread pool exists. Returns whether denormals are flushed now.
-bool flush_denormals();
-// Whether flush_denormals() turned flushing on (for --version).
-bool denormals_flushed();
-
 // This executable, opened at start (call once in main): the path a sweep, ablate or launch
 // parent runs its children from. Through the open file, a rebuild that replaces the binary
 // while a sweep runs does not change the children's program, nor stop them starting
@@ -76,15 +66,5 @@ std::string self_exec_path();
 // This executable's path for people (ps, logs): /proc/self/exe's target without the
 // " (deleted)" the kernel appends once the file is replaced.
 std::string self_path();
-
-bool cuda_available();
-
-// Checks that `device` ("cpu" or "cuda") can be used; throws InputError otherwise.
-void check_device(const std::string& device);
-
-// The checked device: "cuda" is GPU local_rank (modulo the GPUs this process sees), so that
-// the ranks of a data-parallel run on one node (torchrun, srun, lmx launch) take one GPU each;
-// it also becomes the process's current CUDA device.
-c10::Device make_device(const std::string& device, int local_rank = 0);
 
 }  // namespace lmx::runtime
