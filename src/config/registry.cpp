@@ -1,5 +1,5 @@
-// The component catalog's rows (registry.h). Adding a variant: its file under model/, one row
-// here (name, description, traits) and its factory row in model/registry.cpp.
+// The component catalog (registry.h). Its rows are added by the layer that builds the modules:
+// model/registry.cpp's built-in rows when the program starts, then any a program adds itself.
 #include "config/registry.h"
 
 #include <fmt/format.h>
@@ -11,6 +11,15 @@ namespace lmx::registry {
 
 namespace {
 
+// Each kind's rows in the order they were added (function-local statics: they exist before
+// the first row is added, whichever file's static initialization comes first).
+std::vector<Entry>& ffn_rows() { static std::vector<Entry> rows; return rows; }
+std::vector<Entry>& norm_rows() { static std::vector<Entry> rows; return rows; }
+std::vector<Entry>& attention_rows() { static std::vector<Entry> rows; return rows; }
+std::vector<Entry>& position_rows() { static std::vector<Entry> rows; return rows; }
+
+}  // namespace
+
 Traits gated() { Traits t; t.gated = true; return t; }
 Traits centered() { Traits t; t.centered = true; return t; }
 Traits latent() { Traits t; t.latent = true; return t; }
@@ -18,50 +27,6 @@ Traits rotary() { Traits t; t.rotary = true; return t; }
 Traits length_table() { Traits t; t.length_table = true; return t; }
 Traits bucket_table() { Traits t; t.bucket_table = true; return t; }
 Traits llama(Traits t) { t.llama = true; return t; }
-
-std::vector<Entry>& ffn_rows() {
-  static std::vector<Entry> rows = {
-      {"relu",      "W2·relu(W1x)",                                {}},
-      {"gelu",      "W2·gelu(W1x), exact x·Φ(x)",                  {}},
-      {"gelu_tanh", "W2·gelu(W1x), tanh approximation",            {}},
-      {"silu",      "W2·silu(W1x), x·σ(x)",                        {}},
-      {"swish",     "W2·swish(W1x), x·σ(βx) with model.swish_beta", {}},
-      {"swiglu",    "W2·(silu(W1x) ⊙ W3x)",                        llama(gated())},
-      {"geglu",     "W2·(gelu(W1x) ⊙ W3x)",                        gated()},
-      {"reglu",     "W2·(relu(W1x) ⊙ W3x)",                        gated()},
-  };
-  return rows;
-}
-
-std::vector<Entry>& norm_rows() {
-  static std::vector<Entry> rows = {
-      {"layernorm", "(x − mean)/sqrt(var + ε)·γ + β", centered()},
-      {"rmsnorm",   "x/sqrt(mean(x²) + ε)·γ",         llama({})},
-  };
-  return rows;
-}
-
-std::vector<Entry>& attention_rows() {
-  static std::vector<Entry> rows = {
-      {"mha", "multi-head attention; GQA/MQA by n_kv_heads", llama({})},
-      {"mla", "multi-head latent attention (DeepSeek-V2)",   latent()},
-  };
-  return rows;
-}
-
-std::vector<Entry>& position_rows() {
-  static std::vector<Entry> rows = {
-      {"none",       "no position information (NoPE)",                 {}},
-      {"sinusoidal", "fixed sinusoidal absolute embeddings",           {}},
-      {"learned",    "learned absolute embeddings",                    length_table()},
-      {"t5_bias",    "T5 relative bias per head and log-spaced bucket", bucket_table()},
-      {"rope",       "rotary embeddings on q and k",                   llama(rotary())},
-      {"alibi",      "linear distance penalty, fixed slopes per head", {}},
-  };
-  return rows;
-}
-
-}  // namespace
 
 const std::vector<Kind>& kinds() {
   static const std::vector<Kind> all = {Kind::Ffn, Kind::Norm, Kind::Attention, Kind::Position};

@@ -1,9 +1,10 @@
 // Component catalog: per component kind, one row per variant {name, description, traits}, free
 // of LibTorch, below every layer that needs it: config validation, `lmx list`, --help, the
 // parameter and memory arithmetic, the exporters and the probes read these rows. Code asks a
-// row's traits (registry::ffn(cfg).gated), never compares a component's name. The modules that
-// build each variant are model/registry.cpp's factory rows, one per name (a test checks that
-// both tables hold the same names in the same order).
+// row's traits (registry::ffn(cfg).gated), never compares a component's name. The rows come
+// from the layer that builds the modules: each built-in variant is one row of
+// model/registry.cpp {name, description, traits, factory}, added here when the program starts
+// (static initialization), before main() and before anything reads the catalog.
 #pragma once
 #include <string>
 #include <vector>
@@ -27,6 +28,15 @@ struct Traits {
   bool llama = false;         // the variant Llama uses: the HF / GGUF exporters accept only these
 };
 
+// A row's traits, composable: llama(gated()) is Llama's gated FFN.
+Traits gated();
+Traits centered();
+Traits latent();
+Traits rotary();
+Traits length_table();
+Traits bucket_table();
+Traits llama(Traits t);
+
 struct Entry {
   std::string name;
   std::string description;
@@ -40,9 +50,9 @@ std::vector<std::string> names(Kind kind);  // in table order
 // The row of `name`; an InputError naming the valid ones when there is none.
 const Entry& find(Kind kind, const std::string& name);
 
-// A row added at run time, after the built-in ones (a program or test that links lmx and brings
-// its own component; model/registry.h's add_ffn and friends add the factory with it). A name
-// that exists is a std::logic_error.
+// Adds a row after those there (model/registry.h's add_ffn and friends call it with the
+// factory beside it: for the built-in rows at start, for a program's or test's own component
+// later). A name that exists is a std::logic_error.
 void add(Kind kind, Entry entry);
 
 // The rows a model config chose.

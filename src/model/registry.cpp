@@ -1,6 +1,6 @@
-// The factories: one aligned row {name, factory} per variant, in the order of the catalog's rows
-// (config/registry.h: names, descriptions, traits). Adding a variant = its file under model/,
-// its catalog row and its row here (tests/test_registry.cpp checks that the names match).
+// The built-in components: one row per variant {name, description, traits, factory}, the only
+// place that lists them. Adding a variant = its file under model/ and its row here. The rows
+// enter the catalog (config/registry.h) and the factory tables when the program starts.
 #include "model/registry.h"
 
 #include <fmt/format.h>
@@ -20,77 +20,22 @@ namespace lmx {
 
 namespace {
 
+// A factory table's row (the catalog holds the rest of the component's row).
 template <class Make>
-struct Row {
+struct Factory {
   std::string name;
   Make make;
 };
 
-using registry::FfnMake, registry::NormMake, registry::AttentionMake, registry::PositionMake;
-
-template <Activation A>
-std::shared_ptr<Ffn> plain(const ModelConfig& c) { return std::make_shared<PlainFfnImpl>(ffn_options(c, false), A); }
-template <Activation A>
-std::shared_ptr<Ffn> gated(const ModelConfig& c) { return std::make_shared<GatedFfnImpl>(ffn_options(c, true), A); }
-
-std::vector<Row<FfnMake>>& ffn_table() {
-  static std::vector<Row<FfnMake>> rows = {
-      {"relu",       plain<Activation::Relu>},
-      {"gelu",       plain<Activation::Gelu>},
-      {"gelu_tanh",  plain<Activation::GeluTanh>},
-      {"silu",       plain<Activation::Silu>},
-      {"swish",      plain<Activation::Swish>},
-      {"swiglu",     gated<Activation::Silu>},
-      {"geglu",      gated<Activation::Gelu>},
-      {"reglu",      gated<Activation::Relu>},
-  };
-  return rows;
-}
-
-std::vector<Row<NormMake>>& norm_table() {
-  static std::vector<Row<NormMake>> rows = {
-      {"layernorm",
-       [](const ModelConfig& c, int64_t d) -> std::shared_ptr<Norm> { return std::make_shared<LayerNormImpl>(d, c.norm_eps); }},
-      {"rmsnorm",
-       [](const ModelConfig& c, int64_t d) -> std::shared_ptr<Norm> { return std::make_shared<RMSNormImpl>(d, c.norm_eps); }},
-  };
-  return rows;
-}
-
-std::vector<Row<AttentionMake>>& attention_table() {
-  static std::vector<Row<AttentionMake>> rows = {
-      {"mha",
-       [](const ModelConfig& c, std::shared_ptr<Position> p) -> std::shared_ptr<Attention> {
-         return std::make_shared<MultiHeadAttentionImpl>(attention_options(c), std::move(p)); }},
-      {"mla",
-       [](const ModelConfig& c, std::shared_ptr<Position> p) -> std::shared_ptr<Attention> {
-         return std::make_shared<MultiHeadLatentAttentionImpl>(mla_options(c), std::move(p)); }},
-  };
-  return rows;
-}
-
-std::vector<Row<PositionMake>>& position_table() {
-  static std::vector<Row<PositionMake>> rows = {
-      {"none",
-       [](const ModelConfig&) -> std::shared_ptr<Position> { return std::make_shared<NoPositionImpl>(); }},
-      {"sinusoidal",
-       [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<SinusoidalPositionImpl>(c.d_model); }},
-      {"learned",
-       [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<LearnedPositionImpl>(c.max_seq_len, c.d_model); }},
-      {"t5_bias",
-       [](const ModelConfig& c) -> std::shared_ptr<Position> {
-         return std::make_shared<T5BiasImpl>(c.n_heads, c.t5_num_buckets, c.t5_max_distance); }},
-      {"rope",
-       [](const ModelConfig& c) -> std::shared_ptr<Position> {
-         return std::make_shared<RoPEImpl>(rope_options(c, registry::attention(c).latent ? c.mla_rope_dim : c.dim_head())); }},
-      {"alibi",
-       [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<ALiBiImpl>(c.n_heads); }},
-  };
-  return rows;
-}
+// Each kind's factories in catalog order, filled by add_row (function-local statics: they exist
+// before the built-in rows are added, whichever file's static initialization comes first).
+std::vector<Factory<registry::FfnMake>>& ffn_table() { static std::vector<Factory<registry::FfnMake>> t; return t; }
+std::vector<Factory<registry::NormMake>>& norm_table() { static std::vector<Factory<registry::NormMake>> t; return t; }
+std::vector<Factory<registry::AttentionMake>>& attention_table() { static std::vector<Factory<registry::AttentionMake>> t; return t; }
+std::vector<Factory<registry::PositionMake>>& position_table() { static std::vector<Factory<registry::PositionMake>> t; return t; }
 
 template <class Make>
-std::vector<std::string> names_of(const std::vector<Row<Make>>& rows) {
+std::vector<std::string> names_of(const std::vector<Factory<Make>>& rows) {
   std::vector<std::string> out;
   for (const auto& r : rows) out.push_back(r.name);
   return out;
@@ -98,7 +43,7 @@ std::vector<std::string> names_of(const std::vector<Row<Make>>& rows) {
 
 // The factory of a catalog name (registry::find names the valid ones for an unknown name).
 template <class Make>
-Make lookup(const std::vector<Row<Make>>& rows, registry::Kind kind, const std::string& name) {
+Make lookup(const std::vector<Factory<Make>>& rows, registry::Kind kind, const std::string& name) {
   registry::find(kind, name);
   for (const auto& r : rows)
     if (name == r.name) return r.make;
@@ -125,7 +70,7 @@ namespace registry {
 namespace {
 // The catalog row first: it refuses a name that exists before the factory row is added.
 template <class Make>
-void add_row(Kind kind, std::vector<Row<Make>>& table, Entry entry, Make make) {
+void add_row(Kind kind, std::vector<Factory<Make>>& table, Entry entry, Make make) {
   const std::string name = entry.name;
   add(kind, std::move(entry));
   table.push_back({name, make});
@@ -136,6 +81,76 @@ void add_ffn(Entry entry, FfnMake make) { add_row(Kind::Ffn, ffn_table(), std::m
 void add_norm(Entry entry, NormMake make) { add_row(Kind::Norm, norm_table(), std::move(entry), make); }
 void add_attention(Entry entry, AttentionMake make) { add_row(Kind::Attention, attention_table(), std::move(entry), make); }
 void add_position(Entry entry, PositionMake make) { add_row(Kind::Position, position_table(), std::move(entry), make); }
+
+namespace {
+
+// A built-in row: the catalog's entry and the factory.
+template <class Make>
+struct Row {
+  Entry entry;
+  Make make;
+};
+
+template <Activation A>
+std::shared_ptr<Ffn> plain_ffn(const ModelConfig& c) { return std::make_shared<PlainFfnImpl>(ffn_options(c, false), A); }
+template <Activation A>
+std::shared_ptr<Ffn> gated_ffn(const ModelConfig& c) { return std::make_shared<GatedFfnImpl>(ffn_options(c, true), A); }
+
+const std::vector<Row<FfnMake>> kFfns = {
+    {{"relu",      "W2·relu(W1x)",                                {}},              plain_ffn<Activation::Relu>},
+    {{"gelu",      "W2·gelu(W1x), exact x·Φ(x)",                  {}},              plain_ffn<Activation::Gelu>},
+    {{"gelu_tanh", "W2·gelu(W1x), tanh approximation",            {}},              plain_ffn<Activation::GeluTanh>},
+    {{"silu",      "W2·silu(W1x), x·σ(x)",                        {}},              plain_ffn<Activation::Silu>},
+    {{"swish",     "W2·swish(W1x), x·σ(βx) with model.swish_beta", {}},              plain_ffn<Activation::Swish>},
+    {{"swiglu",    "W2·(silu(W1x) ⊙ W3x)",                        llama(gated())},  gated_ffn<Activation::Silu>},
+    {{"geglu",     "W2·(gelu(W1x) ⊙ W3x)",                        gated()},         gated_ffn<Activation::Gelu>},
+    {{"reglu",     "W2·(relu(W1x) ⊙ W3x)",                        gated()},         gated_ffn<Activation::Relu>},
+};
+
+const std::vector<Row<NormMake>> kNorms = {
+    {{"layernorm", "(x − mean)/sqrt(var + ε)·γ + β", centered()},
+     [](const ModelConfig& c, int64_t d) -> std::shared_ptr<Norm> { return std::make_shared<LayerNormImpl>(d, c.norm_eps); }},
+    {{"rmsnorm",   "x/sqrt(mean(x²) + ε)·γ",         llama({})},
+     [](const ModelConfig& c, int64_t d) -> std::shared_ptr<Norm> { return std::make_shared<RMSNormImpl>(d, c.norm_eps); }},
+};
+
+const std::vector<Row<AttentionMake>> kAttentions = {
+    {{"mha", "multi-head attention; GQA/MQA by n_kv_heads", llama({})},
+     [](const ModelConfig& c, std::shared_ptr<Position> p) -> std::shared_ptr<Attention> {
+       return std::make_shared<MultiHeadAttentionImpl>(attention_options(c), std::move(p)); }},
+    {{"mla", "multi-head latent attention (DeepSeek-V2)",   latent()},
+     [](const ModelConfig& c, std::shared_ptr<Position> p) -> std::shared_ptr<Attention> {
+       return std::make_shared<MultiHeadLatentAttentionImpl>(mla_options(c), std::move(p)); }},
+};
+
+const std::vector<Row<PositionMake>> kPositions = {
+    {{"none",       "no position information (NoPE)",                 {}},
+     [](const ModelConfig&) -> std::shared_ptr<Position> { return std::make_shared<NoPositionImpl>(); }},
+    {{"sinusoidal", "fixed sinusoidal absolute embeddings",           {}},
+     [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<SinusoidalPositionImpl>(c.d_model); }},
+    {{"learned",    "learned absolute embeddings",                    length_table()},
+     [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<LearnedPositionImpl>(c.max_seq_len, c.d_model); }},
+    {{"t5_bias",    "T5 relative bias per head and log-spaced bucket", bucket_table()},
+     [](const ModelConfig& c) -> std::shared_ptr<Position> {
+       return std::make_shared<T5BiasImpl>(c.n_heads, c.t5_num_buckets, c.t5_max_distance); }},
+    {{"rope",       "rotary embeddings on q and k",                   llama(rotary())},
+     [](const ModelConfig& c) -> std::shared_ptr<Position> {
+       return std::make_shared<RoPEImpl>(rope_options(c, attention(c).latent ? c.mla_rope_dim : c.dim_head())); }},
+    {{"alibi",      "linear distance penalty, fixed slopes per head", {}},
+     [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<ALiBiImpl>(c.n_heads); }},
+};
+
+// The built-in rows, added when the program starts (before main(), so before anything reads the
+// catalog). A static library's object file is linked only when something uses it; this file is
+// used by every program that builds a model (make_ffn and friends).
+[[maybe_unused]] const bool kBuiltinsAdded = [] {
+  for (const auto& r : kFfns) add_ffn(r.entry, r.make);
+  for (const auto& r : kNorms) add_norm(r.entry, r.make);
+  for (const auto& r : kAttentions) add_attention(r.entry, r.make);
+  for (const auto& r : kPositions) add_position(r.entry, r.make);
+  return true;
+}();
+}  // namespace
 
 std::vector<std::string> factory_names(Kind kind) {
   switch (kind) {

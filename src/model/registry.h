@@ -1,6 +1,7 @@
 // The factories of the component catalog (config/registry.h): make_ffn, make_norm,
 // make_attention and make_position (model/ffn.h, norm.h, attention/attention.h,
-// position/position.h) build the module a config names, from one row per name in registry.cpp.
+// position/position.h) build the module a config names. registry.cpp holds the built-in rows,
+// one per variant: name, description, traits and factory.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -23,9 +24,9 @@ using NormMake = std::shared_ptr<Norm> (*)(const ModelConfig&, int64_t dim);
 using AttentionMake = std::shared_ptr<Attention> (*)(const ModelConfig&, std::shared_ptr<Position>);
 using PositionMake = std::shared_ptr<Position> (*)(const ModelConfig&);
 
-// A component brought at run time by a program or test that links lmx: its catalog row and its
-// factory in one call (tests/test_registry.cpp adds a squared-ReLU FFN this way). A built-in
-// component is its file plus a row in each table instead.
+// A component's catalog row and its factory, in one call: registry.cpp adds the built-in rows
+// this way when the program starts, and a program or test that links lmx brings its own later
+// (tests/test_registry.cpp adds a squared-ReLU FFN).
 void add_ffn(Entry entry, FfnMake make);
 void add_norm(Entry entry, NormMake make);
 void add_attention(Entry entry, AttentionMake make);
