@@ -4,21 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "util/error.h"
 #include "util/strings.h"
 
 namespace lmx::registry {
-
-namespace {
-
-// Each kind's rows in the order they were added (function-local statics: they exist before
-// the first row is added, whichever file's static initialization comes first).
-std::vector<Entry>& ffn_rows() { static std::vector<Entry> rows; return rows; }
-std::vector<Entry>& norm_rows() { static std::vector<Entry> rows; return rows; }
-std::vector<Entry>& attention_rows() { static std::vector<Entry> rows; return rows; }
-std::vector<Entry>& position_rows() { static std::vector<Entry> rows; return rows; }
-
-}  // namespace
 
 Traits gated() { Traits t; t.gated = true; return t; }
 Traits centered() { Traits t; t.centered = true; return t; }
@@ -44,14 +35,11 @@ const char* kind_name(Kind kind) {
 }
 
 namespace {
+// A kind's rows in the order they were added (a function-local static: it exists before the
+// first row is added, whichever file's static initialization comes first).
 std::vector<Entry>& rows_of(Kind kind) {
-  switch (kind) {
-    case Kind::Ffn: return ffn_rows();
-    case Kind::Norm: return norm_rows();
-    case Kind::Attention: return attention_rows();
-    case Kind::Position: return position_rows();
-  }
-  throw std::logic_error("registry: unknown kind");
+  static std::map<Kind, std::vector<Entry>> rows;
+  return rows[kind];
 }
 }  // namespace
 

@@ -27,12 +27,14 @@ struct Factory {
   Make make;
 };
 
-// Each kind's factories in catalog order, filled by add_row (function-local statics: they exist
-// before the built-in rows are added, whichever file's static initialization comes first).
-std::vector<Factory<registry::FfnMake>>& ffn_table() { static std::vector<Factory<registry::FfnMake>> t; return t; }
-std::vector<Factory<registry::NormMake>>& norm_table() { static std::vector<Factory<registry::NormMake>> t; return t; }
-std::vector<Factory<registry::AttentionMake>>& attention_table() { static std::vector<Factory<registry::AttentionMake>> t; return t; }
-std::vector<Factory<registry::PositionMake>>& position_table() { static std::vector<Factory<registry::PositionMake>> t; return t; }
+// A kind's factories in catalog order (one table per factory type, so per kind), filled by
+// add_row (a function-local static: it exists before the built-in rows are added, whichever
+// file's static initialization comes first).
+template <class Make>
+std::vector<Factory<Make>>& factories() {
+  static std::vector<Factory<Make>> table;
+  return table;
+}
 
 template <class Make>
 std::vector<std::string> names_of(const std::vector<Factory<Make>>& rows) {
@@ -53,16 +55,16 @@ Make lookup(const std::vector<Factory<Make>>& rows, registry::Kind kind, const s
 }  // namespace
 
 std::shared_ptr<Ffn> make_ffn(const ModelConfig& cfg) {
-  return lookup(ffn_table(), registry::Kind::Ffn, cfg.ffn)(cfg);
+  return lookup(factories<registry::FfnMake>(), registry::Kind::Ffn, cfg.ffn)(cfg);
 }
 std::shared_ptr<Norm> make_norm(const ModelConfig& cfg, int64_t dim) {
-  return lookup(norm_table(), registry::Kind::Norm, cfg.norm)(cfg, dim);
+  return lookup(factories<registry::NormMake>(), registry::Kind::Norm, cfg.norm)(cfg, dim);
 }
 std::shared_ptr<Attention> make_attention(const ModelConfig& cfg, std::shared_ptr<Position> position) {
-  return lookup(attention_table(), registry::Kind::Attention, cfg.attention)(cfg, std::move(position));
+  return lookup(factories<registry::AttentionMake>(), registry::Kind::Attention, cfg.attention)(cfg, std::move(position));
 }
 std::shared_ptr<Position> make_position(const ModelConfig& cfg) {
-  return lookup(position_table(), registry::Kind::Position, cfg.position)(cfg);
+  return lookup(factories<registry::PositionMake>(), registry::Kind::Position, cfg.position)(cfg);
 }
 
 namespace registry {
@@ -70,17 +72,17 @@ namespace registry {
 namespace {
 // The catalog row first: it refuses a name that exists before the factory row is added.
 template <class Make>
-void add_row(Kind kind, std::vector<Factory<Make>>& table, Entry entry, Make make) {
+void add_row(Kind kind, Entry entry, Make make) {
   const std::string name = entry.name;
   add(kind, std::move(entry));
-  table.push_back({name, make});
+  factories<Make>().push_back({name, make});
 }
 }  // namespace
 
-void add_ffn(Entry entry, FfnMake make) { add_row(Kind::Ffn, ffn_table(), std::move(entry), make); }
-void add_norm(Entry entry, NormMake make) { add_row(Kind::Norm, norm_table(), std::move(entry), make); }
-void add_attention(Entry entry, AttentionMake make) { add_row(Kind::Attention, attention_table(), std::move(entry), make); }
-void add_position(Entry entry, PositionMake make) { add_row(Kind::Position, position_table(), std::move(entry), make); }
+void add_ffn(Entry entry, FfnMake make) { add_row(Kind::Ffn, std::move(entry), make); }
+void add_norm(Entry entry, NormMake make) { add_row(Kind::Norm, std::move(entry), make); }
+void add_attention(Entry entry, AttentionMake make) { add_row(Kind::Attention, std::move(entry), make); }
+void add_position(Entry entry, PositionMake make) { add_row(Kind::Position, std::move(entry), make); }
 
 namespace {
 
@@ -154,10 +156,10 @@ const std::vector<Row<PositionMake>> kPositions = {
 
 std::vector<std::string> factory_names(Kind kind) {
   switch (kind) {
-    case Kind::Ffn: return names_of(ffn_table());
-    case Kind::Norm: return names_of(norm_table());
-    case Kind::Attention: return names_of(attention_table());
-    case Kind::Position: return names_of(position_table());
+    case Kind::Ffn: return names_of(factories<FfnMake>());
+    case Kind::Norm: return names_of(factories<NormMake>());
+    case Kind::Attention: return names_of(factories<AttentionMake>());
+    case Kind::Position: return names_of(factories<PositionMake>());
   }
   return {};
 }
