@@ -6,6 +6,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <exception>
+#include <vector>
 
 #include "util/runtime.h"
 
@@ -31,6 +33,33 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     const int64_t end = std::min(n, begin + chunk);
     if (begin < end) fn(begin, end);
   }
+}
+
+void parallel_parts(int n, const std::function<void(int)>& fn) {
+  if (n <= 0) return;
+  if (n == 1) return fn(0);  // the caller's own threads
+  std::vector<std::exception_ptr> errors(n);
+  auto part = [&](int i) {
+    runtime::ThreadShare one(1);
+    try {
+      fn(i);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  if (omp_in_parallel()) {
+    for (int i = 0; i < n; ++i) part(i);
+  } else {
+    runtime::set_openblas_threads(1);  // OpenBLAS's count is the process's, not a thread's
+#pragma omp parallel num_threads(n)
+    {
+      // OpenMP may give fewer threads than asked: each takes every k-th part.
+      for (int i = omp_get_thread_num(); i < n; i += omp_get_num_threads()) part(i);
+    }
+    runtime::set_openblas_threads(runtime::blas_threads());
+  }
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace lmx::kernels

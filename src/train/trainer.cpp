@@ -19,7 +19,9 @@
 #include "data/tokenizer.h"
 #include "dist/dist.h"
 #include "formats/checkpoint.h"
+#include "kernels/parallel.h"
 #include "kernels/precision.h"
+#include "kernels/torch_runtime.h"
 #include "model/loss.h"
 #include "model/memory.h"
 #include "train/optimizer.h"
@@ -27,6 +29,7 @@
 #include "train/train_state.h"
 #include "util/clock.h"
 #include "util/csv.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/faults.h"
 #include "util/log.h"
@@ -173,6 +176,64 @@ std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::
   return out;
 }
 
+int step_parts(const c10::Device& device) {
+  if (!device.is_cpu() || env::text("LMX_SPLIT_STEP") == "0" || runtime::torch_threads() != 1) return 1;
+  return std::max(1, runtime::threads());
+}
+
+std::vector<std::vector<MicroBatch>> split_step(const std::vector<MicroBatch>& micro, int parts) {
+  if (parts <= 1 || micro.empty()) return {micro};
+  std::vector<std::vector<MicroBatch>> out;
+  if (micro.size() > 1) {
+    // Largest first, each to the list with the fewest tokens so far (ties: the lower list).
+    std::vector<size_t> order(micro.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return micro[a].inputs.numel() > micro[b].inputs.numel(); });
+    const size_t n = std::min<size_t>(parts, micro.size());
+    out.resize(n);
+    std::vector<int64_t> load(n, 0);
+    for (size_t i : order) {
+      const size_t to = std::min_element(load.begin(), load.end()) - load.begin();
+      out[to].push_back(micro[i]);
+      load[to] += micro[i].inputs.numel();
+    }
+    return out;
+  }
+  const MicroBatch& m = micro.front();
+  if (m.lengths.empty()) {
+    // Row blocks of a (B, T) batch, as equal as B allows.
+    const int64_t B = m.inputs.size(0), n = std::min<int64_t>(parts, B);
+    for (int64_t i = 0, at = 0; i < n; ++i) {
+      const int64_t rows = B / n + (i < B % n ? 1 : 0);
+      out.push_back({{m.inputs.narrow(0, at, rows), m.targets.narrow(0, at, rows), {}}});
+      at += rows;
+    }
+    return out;
+  }
+  // Padding-free: runs of whole sequences in order; part i ends at the cut nearest to i + 1
+  // shares of the tokens (a sequence joins while that brings the running count closer).
+  const int64_t total = std::accumulate(m.lengths.begin(), m.lengths.end(), int64_t{0});
+  const int64_t n = std::min<int64_t>(parts, static_cast<int64_t>(m.lengths.size()));
+  size_t seq = 0;
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    MicroBatch part;
+    const size_t last = m.lengths.size() - static_cast<size_t>(n - 1 - i);  // leave one for each later part
+    const int64_t goal = total * (i + 1) / n;
+    int64_t len = 0;
+    while (seq < last && (part.lengths.empty() || i == n - 1 || 2 * (at + len) + m.lengths[seq] < 2 * goal)) {
+      part.lengths.push_back(m.lengths[seq]);
+      len += m.lengths[seq++];
+    }
+    part.inputs = m.inputs.narrow(1, at, len);
+    part.targets = m.targets.narrow(1, at, len);
+    at += len;
+    out.push_back({std::move(part)});
+  }
+  return out;
+}
+
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
                       double grad_clip, const std::string& precision, int64_t global_tokens) {
   if (micro.empty()) throw std::logic_error("train_step: no micro-batch");
@@ -187,33 +248,70 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
   } else {
     for (const auto& m : micro) r.tokens += counted_targets(m.targets);
   }
-  // One micro-batch (the whole batch): the mean over its targets, as lm_cross_entropy's
-  // kernel scales it. Several, or data-parallel: each one's token losses summed over the
-  // (global) batch's token count, so that the accumulated gradient is the whole batch's.
-  const bool summed = group != nullptr || micro.size() > 1;
+  const auto work = split_step(micro, step_parts(micro.front().inputs.device()));
+  // One micro-batch (the whole batch) on one thread: the mean over its targets, as
+  // lm_cross_entropy's kernel scales it. Several, split or data-parallel: each one's token
+  // losses summed over the (global) batch's token count, so that the summed gradient is the
+  // whole batch's.
+  const bool summed = group != nullptr || micro.size() > 1 || work.size() > 1;
   const auto params = model->parameters();
-  torch::Tensor total_loss;
-  double t_fwd = 0, t_bwd = 0;
+  clear_gradients(params);
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
-  for (size_t k = 0; k < micro.size(); ++k) {
-    const auto t0 = Clock::now();
-    // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
-    // dtype its forward used.
-    const auto& m = micro[k];
-    std::optional<AutocastGuard> autocast(std::in_place, precision, m.inputs.device().type());
-    auto logits = m.lengths.empty() ? model->forward(m.inputs) : model->forward_packed(m.inputs, m.lengths);  // (B, T, V)
-    torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), m.targets.reshape(-1),
-                                          data::kIgnore, summed);
-    if (summed) loss = loss / std::max<double>(1.0, static_cast<double>(r.tokens));
-    if (faults::loss_poisoned()) loss = loss * std::nan("");
-    autocast.reset();
-    const auto t1 = Clock::now();
-    if (k == 0) clear_gradients(params);
-    loss.backward();
-    total_loss = k == 0 ? loss.detach() : total_loss + loss.detach();
-    t_fwd += ms(t0, t1), t_bwd += ms(t1, Clock::now());
+  // Part 0 (this thread) accumulates its gradients in the parameters' .grad, as a one-thread
+  // step does; every other part collects its own (autograd::grad: no .grad is touched) and adds
+  // them after all have ended, in part order.
+  std::vector<torch::Tensor> part_loss(work.size());
+  std::vector<std::vector<torch::Tensor>> part_grads(work.size());
+  double t_fwd = 0, t_bwd = 0;
+  const bool poisoned = faults::loss_poisoned();  // this thread's flag (tests), for every part
+  const auto t0 = Clock::now();
+  kernels::parallel_parts(static_cast<int>(work.size()), [&](int part) {
+    for (const MicroBatch& m : work[part]) {
+      const auto ta = Clock::now();
+      // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
+      // dtype its forward used.
+      std::optional<AutocastGuard> autocast(std::in_place, precision, m.inputs.device().type());
+      auto logits = m.lengths.empty() ? model->forward(m.inputs) : model->forward_packed(m.inputs, m.lengths);  // (B, T, V)
+      torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), m.targets.reshape(-1),
+                                            data::kIgnore, summed);
+      if (summed) loss = loss / std::max<double>(1.0, static_cast<double>(r.tokens));
+      if (poisoned) loss = loss * std::nan("");
+      autocast.reset();
+      const auto tb = Clock::now();
+      if (part == 0) {
+        loss.backward();
+      } else {
+        auto grads = torch::autograd::grad({loss}, params, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                                           /*allow_unused=*/true);
+        auto& sum = part_grads[part];
+        if (sum.empty()) {
+          sum = std::move(grads);
+        } else {
+          for (size_t i = 0; i < sum.size(); ++i)
+            if (grads[i].defined()) sum[i] = sum[i].defined() ? sum[i] + grads[i] : grads[i];
+        }
+      }
+      part_loss[part] = part_loss[part].defined() ? part_loss[part] + loss.detach() : loss.detach();
+      if (part == 0) t_fwd += ms(ta, tb), t_bwd += ms(tb, Clock::now());
+    }
+  });
+  torch::Tensor total_loss = part_loss[0];
+  for (size_t part = 1; part < work.size(); ++part) {
+    total_loss = total_loss + part_loss[part];
+    for (size_t i = 0; i < part_grads[part].size(); ++i) {
+      const torch::Tensor& g = part_grads[part][i];
+      if (!g.defined()) continue;
+      torch::Tensor p = params[i];
+      if (p.grad().defined())
+        p.mutable_grad().add_(g);
+      else
+        p.mutable_grad() = g;
+    }
   }
+  // With parts, this thread's forward is the phase's time and the rest of the wait for all
+  // parts the backward's.
   const auto t1b = Clock::now();
+  if (work.size() > 1) t_bwd = ms(t0, t1b) - t_fwd;
   if (group) {
     dist::fault_point();
     const auto loss1 = total_loss.reshape({1}).to(torch::kFloat).clone();

@@ -115,6 +115,19 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
                       double grad_clip, const std::string& precision = "fp32",
                       int64_t global_tokens = -1);
 
+// The parts a training step's batch is split into, one per thread: runtime::threads() on the CPU
+// where LibTorch's own ops run on one thread (--threads <= 2, runtime::thread_split) and
+// LMX_SPLIT_STEP is not 0; else 1 (each op, GEMMs and kernels, split over the threads instead).
+// Each part runs its forward and backward on its own thread, with one-thread GEMMs and kernels;
+// the parts' gradients are summed in part order. A step at 2 threads therefore rounds as the
+// same step over its parts as micro-batches (split_step) on one thread, not as the 1-thread step.
+int step_parts(const c10::Device& device);
+// The step's micro-batches as `parts` lists, one per thread, each at least one micro-batch
+// (fewer lists when there are fewer pieces to share): one padding-free micro-batch is cut between
+// sequences into runs of about equal token counts, one (B, T) batch into row blocks, several
+// micro-batches dealt out largest first to the list with the fewest tokens so far.
+std::vector<std::vector<MicroBatch>> split_step(const std::vector<MicroBatch>& micro, int parts);
+
 // After a step that took no update (StepResult::stepped false): ", first non-finite gradient in
 // NAME (parameter group GROUP)" for the first parameter whose gradient is not finite; "" if none is.
 std::string bad_gradient_note(ModernLM& model);

@@ -81,6 +81,7 @@ std::string BlasInfo::core_note() const {
 namespace {
 int g_blas_threads = 1;
 int g_threads = 1;
+thread_local int t_share = 0;  // a ThreadShare's count on this thread (0: none)
 
 // LMX_BLAS_THREADS / LMX_TORCH_THREADS override the split (for measuring it).
 int env_int(const char* name, int fallback) {
@@ -100,8 +101,15 @@ void set_blas_threads(int n) {
   const ThreadSplit split = thread_split(n);
   g_threads = n;
   g_blas_threads = split.blas_threads;
-  if (auto set_blas = blas_symbol<SetThreadsFn>("openblas_set_num_threads")) set_blas(split.blas_threads);
+  set_openblas_threads(split.blas_threads);
 }
+
+void set_openblas_threads(int n) {
+  if (auto set_blas = blas_symbol<SetThreadsFn>("openblas_set_num_threads")) set_blas(n);
+}
+
+ThreadShare::ThreadShare(int n) : before_(t_share) { t_share = std::max(1, n); }
+ThreadShare::~ThreadShare() { t_share = before_; }
 
 // OpenMP (LibTorch) workers spin after every parallel region while OpenBLAS's own workers run
 // the next sgemm, so n LibTorch threads + n OpenBLAS threads oversubscribe n cores (on the
@@ -116,7 +124,7 @@ ThreadSplit thread_split(int n) {
   return s;
 }
 
-int threads() { return g_threads; }
+int threads() { return t_share > 0 ? t_share : g_threads; }
 int blas_threads() { return g_blas_threads; }
 
 int available_cores() {

@@ -26,8 +26,26 @@ BlasInfo blas_info();
 // throws InputError for n < 1. runtime::set_threads (kernels/torch_runtime.h) calls it and
 // gives LibTorch its part.
 void set_blas_threads(int n);
-int threads();        // n, as last set
+int threads();        // n, as last set; a ThreadShare's count on a thread that holds one
 int blas_threads();   // OpenBLAS threads (as last set)
+
+// While alive, threads() is n on the calling thread only (the GEMMs and lmx's kernels it runs
+// take n threads); other threads keep the process's count. The parts of a split training step
+// (kernels/parallel.h: parallel_parts) run on one thread each.
+class ThreadShare {
+ public:
+  explicit ThreadShare(int n);
+  ~ThreadShare();
+  ThreadShare(const ThreadShare&) = delete;
+  ThreadShare& operator=(const ThreadShare&) = delete;
+
+ private:
+  int before_;
+};
+
+// OpenBLAS's own thread count, alone (threads() and the split unchanged): a split step gives it
+// 1 while its parts run, so that two parts' LibTorch matmuls do not each start n threads.
+void set_openblas_threads(int n);
 
 struct ThreadSplit {
   int torch_threads = 1;  // at::set_num_threads (OpenMP: elementwise ops, reductions, lmx kernels)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <mutex>
 
 #include "util/error.h"
 
@@ -22,7 +23,9 @@ torch::Tensor SinusoidalPositionImpl::table(int64_t length, int64_t d_model) {
   return pe.to(torch::kFloat32);
 }
 
-const torch::Tensor& SinusoidalPositionImpl::covering(int64_t end, const torch::Device& device) {
+torch::Tensor SinusoidalPositionImpl::covering(int64_t end, const torch::Device& device) {
+  static std::mutex mu;  // the parts of a split training step embed at once (train/trainer.h)
+  std::lock_guard<std::mutex> lock(mu);
   if (!table_.defined() || table_.size(0) < end || table_.device() != device)
     table_ = table(std::max<int64_t>(end, table_.defined() ? 2 * table_.size(0) : 0), d_model_).to(device);
   return table_;

@@ -23,7 +23,7 @@ class SinusoidalPositionImpl : public Position {
   static torch::Tensor table(int64_t length, int64_t d_model);
 
  private:
-  const torch::Tensor& covering(int64_t end, const torch::Device& device);  // table_ for [0, end)
+  torch::Tensor covering(int64_t end, const torch::Device& device);  // table_ for [0, end) (thread-safe)
   int64_t d_model_;
   torch::Tensor table_;  // (L, C) cache, grown on demand
 };

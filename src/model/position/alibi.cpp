@@ -1,6 +1,7 @@
 #include "model/position/alibi.h"
 
 #include <cmath>
+#include <mutex>
 
 namespace lmx {
 
@@ -32,12 +33,18 @@ ALiBiImpl::ALiBiImpl(int64_t n_heads) {
 }
 
 torch::Tensor ALiBiImpl::score_bias(int64_t q_start, int64_t tq, int64_t tk, const torch::Device& device) {
-  if (slopes_.device() != device) slopes_ = slopes_.to(device);
+  torch::Tensor slopes;
+  {
+    static std::mutex mu;  // the parts of a split training step run at once (train/trainer.h)
+    std::lock_guard<std::mutex> lock(mu);
+    if (slopes_.device() != device) slopes_ = slopes_.to(device);
+    slopes = slopes_;
+  }
   auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
   auto qpos = torch::arange(q_start, q_start + tq, opts).unsqueeze(1);  // (Tq, 1)
   auto kpos = torch::arange(tk, opts).unsqueeze(0);                     // (1, Tk)
   auto distance = (qpos - kpos).clamp_min(0);                           // (Tq, Tk) i − j; future keys are masked
-  return -slopes_.view({-1, 1, 1}) * distance;                          // (H, Tq, Tk)
+  return -slopes.view({-1, 1, 1}) * distance;                          // (H, Tq, Tk)
 }
 
 }  // namespace lmx

@@ -1,6 +1,7 @@
 #include "model/position/rope.h"
 
 #include <cmath>
+#include <mutex>
 
 namespace lmx {
 
@@ -39,26 +40,29 @@ RoPEImpl::RoPEImpl(const RopeOptions& o) : dim_(o.dim), interleaved_(o.interleav
   }
 }
 
-void RoPEImpl::grow(int64_t length, const torch::Device& device) {
-  if (cos_.defined() && cos_.size(0) >= length && cos_.device() == device) return;
+std::pair<torch::Tensor, torch::Tensor> RoPEImpl::grow(int64_t length, const torch::Device& device) {
+  static std::mutex mu;  // the parts of a split training step rotate at once (train/trainer.h)
+  std::lock_guard<std::mutex> lock(mu);
+  if (cos_.defined() && cos_.size(0) >= length && cos_.device() == device) return {cos_, sin_};
   int64_t n = std::max(length, min_len_);
   if (cos_.defined()) n = std::max(n, cos_.size(0));
   auto pos = torch::arange(n, torch::kFloat64) / position_scale_;  // (L)
   auto angle = torch::outer(pos, inv_freq_);                        // (L, D/2)
   cos_ = (angle.cos() * mscale_).to(torch::kFloat32).to(device);
   sin_ = (angle.sin() * mscale_).to(torch::kFloat32).to(device);
+  return {cos_, sin_};
 }
 
 std::pair<torch::Tensor, torch::Tensor> RoPEImpl::tables(int64_t length, const torch::Device& device) {
-  grow(length, device);
-  return {cos_.slice(0, 0, length), sin_.slice(0, 0, length)};
+  auto [cos, sin] = grow(length, device);
+  return {cos.slice(0, 0, length), sin.slice(0, 0, length)};
 }
 
 torch::Tensor RoPEImpl::rotate(const torch::Tensor& x, int64_t start) {
   const int64_t T = x.size(-2);
-  grow(start + T, x.device());
-  auto cos = cos_.slice(0, start, start + T).to(x.scalar_type());  // (T, D/2)
-  auto sin = sin_.slice(0, start, start + T).to(x.scalar_type());
+  const auto table = grow(start + T, x.device());
+  auto cos = table.first.slice(0, start, start + T).to(x.scalar_type());  // (T, D/2)
+  auto sin = table.second.slice(0, start, start + T).to(x.scalar_type());
   using torch::indexing::Slice;
   using torch::indexing::None;
   if (interleaved_) {

@@ -31,11 +31,13 @@ class RoPEImpl : public Position {
   int64_t dim() const { return dim_; }
   bool interleaved() const { return interleaved_; }
   // The cached cos and sin tables for positions [0, length): (length, D/2) float32 on device
-  // (yarn's mscale included), as rotate uses them; the fused attention kernel reads them.
+  // (yarn's mscale included), as rotate uses them; the fused attention kernel reads them. Safe
+  // to call from several threads at once (the parts of a split training step).
   std::pair<torch::Tensor, torch::Tensor> tables(int64_t length, const torch::Device& device);
 
  private:
-  void grow(int64_t length, const torch::Device& device);
+  // The caches, grown to cover [0, length) on device first (under a lock).
+  std::pair<torch::Tensor, torch::Tensor> grow(int64_t length, const torch::Device& device);
 
   int64_t dim_;
   bool interleaved_;
