@@ -260,14 +260,13 @@ int bench_training(const BenchOptions& a, const Globals& g) {
     dec_full = decode_tokens_per_s(model, len, V, false);
   }
 
-  Table t{{"config", "threads", "torch_threads", "blas_threads", "step_parts", "batch", "seq_len", "vocab", "params", "steps", "ms_per_step", "tokens_per_s",
+  Table t{{"config", "threads", "torch_threads", "blas_threads", "batch", "seq_len", "vocab", "params", "steps", "ms_per_step", "tokens_per_s",
            "gflop_per_step", "gflops", "peak_gflops", "mfu", "peak_rss_mib", "decode_len", "decode_kv_tok_s",
            "decode_recompute_tok_s", "kv_speedup", "final_loss", "blas_kernels", "blas_kernels_from", "gemm",
-           "decode_path"},
+           "decode_path", "step_parts"},  // new columns go last: ../shared/bench/llmc reads them by position
           {}};
   t.add({cfg.name, std::to_string(runtime::threads()), std::to_string(runtime::torch_threads()),
-         std::to_string(runtime::blas_threads()), std::to_string(step_parts(torch::kCPU)), std::to_string(B),
-         std::to_string(T), std::to_string(V),
+         std::to_string(runtime::blas_threads()), std::to_string(B), std::to_string(T), std::to_string(V),
          std::to_string(count_parameters(model)), std::to_string(a.steps), fmt::format("{:.3f}", ms),
          fmt::format("{:.0f}", ms > 0 ? B * T / (ms / 1e3) : 0), fmt::format("{:.4f}", step_flops / 1e9),
          fmt::format("{:.1f}", achieved), fmt::format("{:.1f}", peak), fmt::format("{:.3f}", achieved / peak),
@@ -275,7 +274,8 @@ int bench_training(const BenchOptions& a, const Globals& g) {
          a.no_decode ? "" : fmt::format("{:.0f}", dec_cached), a.no_decode ? "" : fmt::format("{:.0f}", dec_full),
          a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss),
          blas.core, kernels_from(blas), gemm::name(gemm::active()),
-         a.no_decode ? "" : (infer::Decoder::unsupported(model).empty() ? "engine" : "modules")});
+         a.no_decode ? "" : (infer::Decoder::unsupported(model).empty() ? "engine" : "modules"),
+         std::to_string(step_parts(torch::kCPU))});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;
