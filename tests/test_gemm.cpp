@@ -190,3 +190,21 @@ TEST_CASE("gemm::Bf16Scope nests and restores", "[model][gemm][bf16]") {
   }
   CHECK_FALSE(gemm::bf16_on());
 }
+
+TEST_CASE("bf16's rate measured against the sgemm's: a warning only where bf16 is slower", "[model][gemm][bf16]") {
+  CHECK(gemm::bf16_slower_note({100.0, 200.0}).empty());
+  CHECK(gemm::bf16_slower_note({100.0, 100.0}).empty());
+  const std::string note = gemm::bf16_slower_note({137.4, 76.2});
+  CHECK_THAT(note, Catch::Contains("76 against 137 GFLOP/s") && Catch::Contains("train.precision fp32 is faster here"));
+  const std::string why = gemm::bf16_unavailable();
+  if (!why.empty()) {
+    WARN("bf16 GEMMs not measured: " << why);
+    return;
+  }
+  // The rates of a small problem are positive and below any CPU's plausible core peak.
+  const gemm::Bf16Rates r = gemm::measure_bf16_rates(64, 2);
+  CHECK(r.fp32_gflops > 0);
+  CHECK(r.bf16_gflops > 0);
+  CHECK(r.fp32_gflops < 1e5);
+  CHECK(r.bf16_gflops < 1e5);
+}

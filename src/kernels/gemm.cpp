@@ -3,6 +3,7 @@
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -295,6 +296,39 @@ std::string bf16_unavailable() {
 Bf16Scope::Bf16Scope() : prev_(t_bf16) { t_bf16 = true; }
 Bf16Scope::~Bf16Scope() { t_bf16 = prev_; }
 bool bf16_on() { return t_bf16; }
+
+Bf16Rates measure_bf16_rates(int64_t n, int reps) {
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  // Fixed values in [0, 1), not LibTorch's random generator (a run's draws stay as they were).
+  const torch::Tensor a = torch::arange(n * n, f32).remainder(13).div(13).reshape({n, n});
+  const torch::Tensor b = torch::arange(n * n, f32).remainder(7).div(7).reshape({n, n});
+  const torch::Tensor a16 = to_bf16(a), b16 = to_bf16(b);
+  torch::Tensor c = torch::empty({n, n}, f32);
+  auto best_s = [&](const auto& call) {
+    double best = 1e30;
+    for (int r = 0; r <= reps; ++r) {  // the first call warms up (JIT, caches)
+      const auto t0 = std::chrono::steady_clock::now();
+      call();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0) best = std::min(best, s);
+    }
+    return best;
+  };
+  const double flop = 2.0 * n * n * n;
+  Bf16Rates r;
+  r.fp32_gflops = flop / best_s([&] { sgemm(a, false, b, false, c, 0.0f); }) / 1e9;
+  r.bf16_gflops = flop / best_s([&] { gemm_bf16(a16, false, b16, false, c, 0.0f); }) / 1e9;
+  return r;
+}
+
+std::string bf16_slower_note(const Bf16Rates& r) {
+  if (r.bf16_gflops >= r.fp32_gflops) return "";
+  return fmt::format(
+      "train.precision bf16: this CPU's bf16 GEMMs are slower than its float32 ones ({:.0f} against {:.0f} "
+      "GFLOP/s, oneDNN at 512x512x512, measured now), so the bf16 step is slower than fp32's; "
+      "train.precision fp32 is faster here",
+      r.bf16_gflops, r.fp32_gflops);
+}
 
 torch::Tensor to_bf16(const torch::Tensor& x) {
   TORCH_CHECK(x.scalar_type() == torch::kFloat32 && x.device().is_cpu(), "gemm::to_bf16: float32 CPU tensors only");

@@ -47,6 +47,18 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
 // (or without its bf16 GEMM), LMX_GEMM=torch, the fused kernels off, LMX_BF16_GEMM=0, or a CPU
 // without AVX512-BF16 / AMX.
 std::string bf16_unavailable();
+// oneDNN's bf16 GEMM and its sgemm timed on one n×n×n problem in this process (best of `reps`
+// calls each, this thread's threads): GFLOP/s of each. The bf16 instructions' rate differs by
+// CPU: on the Zen 5 VM of docs/PERFORMANCE.md the bf16 GEMM runs at about twice the sgemm's, on
+// an Emerald Rapids VM without AMX at about half. Precondition: bf16_unavailable() is "".
+struct Bf16Rates {
+  double fp32_gflops = 0, bf16_gflops = 0;
+};
+Bf16Rates measure_bf16_rates(int64_t n = 512, int reps = 5);
+// The one-line warning for train.precision bf16 when the bf16 GEMM measured slower than the
+// sgemm ("" when it is faster).
+std::string bf16_slower_note(const Bf16Rates& r);
+
 // While alive on this thread, linear() runs bf16 GEMMs (precondition: bf16_unavailable() is "").
 // A gradient computed later (the backward) runs in the precision its forward ran in.
 class Bf16Scope {
