@@ -1,5 +1,7 @@
 // Checks for training steps that must agree up to float rounding (micro-batches and
-// padding-free batches against the whole padded batch; packed sequences against each alone).
+// padding-free batches against the whole padded batch; packed sequences against each alone; a
+// step split over threads against its parts), the small model they train and a thread count
+// for a scope.
 #pragma once
 #include "catch.h"
 #include <torch/torch.h>
@@ -7,9 +9,39 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/torch_runtime.h"
 #include "train/trainer.h"
 
 namespace lmx::test {
+
+// A small model the fused kernels take (d 32, 2 layers, 4 heads of 8), its components named.
+inline ModelConfig fused_model(const std::string& position, const std::string& norm, const std::string& placement,
+                               const std::string& ffn, int kv_heads, bool bias, bool tie = false) {
+  ModelConfig m;
+  m.vocab_size = 23;
+  m.d_model = 32;
+  m.n_layers = 2;
+  m.n_heads = 4;
+  m.n_kv_heads = kv_heads;
+  m.d_ff = 48;
+  m.position = position;
+  m.norm = norm;
+  m.norm_placement = placement;
+  m.ffn = ffn;
+  m.bias = bias;
+  m.tie_embeddings = tie;
+  m.max_seq_len = 64;
+  return m;
+}
+
+// runtime::set_threads(n) for a scope (the tests run at OMP_NUM_THREADS=1).
+struct ThreadsScope {
+  int before = runtime::threads();
+  explicit ThreadsScope(int n) { runtime::set_threads(n); }
+  ~ThreadsScope() { runtime::set_threads(before); }
+  ThreadsScope(const ThreadsScope&) = delete;
+  ThreadsScope& operator=(const ThreadsScope&) = delete;
+};
 
 // Every gradient within 1e-5 of its reference's largest entry (at least 1e-3).
 inline void check_same_gradients(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& want) {

@@ -13,27 +13,9 @@
 #include "train/trainer.h"
 
 using namespace lmx;
+using lmx::test::fused_model;
 
 namespace {
-
-// A small model the fused kernel takes (head dim 8); `set` changes it per case.
-ModelConfig small_model(const std::string& position, const std::string& norm, const std::string& placement,
-                        const std::string& ffn, int kv_heads, bool bias) {
-  ModelConfig m;
-  m.vocab_size = 23;
-  m.d_model = 32;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = kv_heads;
-  m.d_ff = 48;
-  m.position = position;
-  m.norm = norm;
-  m.norm_placement = placement;
-  m.ffn = ffn;
-  m.bias = bias;
-  m.max_seq_len = 64;
-  return m;
-}
 
 struct PackableCase {
   const char* name;
@@ -41,13 +23,13 @@ struct PackableCase {
 };
 
 std::vector<PackableCase> packable_cases() {
-  ModelConfig interleaved = small_model("rope", "rmsnorm", "pre", "swiglu", 2, false);
+  ModelConfig interleaved = fused_model("rope", "rmsnorm", "pre", "swiglu", 2, false);
   interleaved.rope_layout = "interleaved";
   return {
-      {"textbook-like: sinusoidal, LayerNorm, ReLU, biases", small_model("sinusoidal", "layernorm", "pre", "relu", 4, true)},
-      {"llama-like: RoPE, RMSNorm, SwiGLU, GQA 4/2", small_model("rope", "rmsnorm", "pre", "swiglu", 2, false)},
-      {"learned positions, GELU, MQA", small_model("learned", "layernorm", "pre", "gelu", 1, true)},
-      {"NoPE, post-norm", small_model("none", "layernorm", "post", "relu", 4, true)},
+      {"textbook-like: sinusoidal, LayerNorm, ReLU, biases", fused_model("sinusoidal", "layernorm", "pre", "relu", 4, true)},
+      {"llama-like: RoPE, RMSNorm, SwiGLU, GQA 4/2", fused_model("rope", "rmsnorm", "pre", "swiglu", 2, false)},
+      {"learned positions, GELU, MQA", fused_model("learned", "layernorm", "pre", "gelu", 1, true)},
+      {"NoPE, post-norm", fused_model("none", "layernorm", "post", "relu", 4, true)},
       {"interleaved RoPE", interleaved},
   };
 }
@@ -130,19 +112,19 @@ TEST_CASE("forward_packed: gradients are those of the sequences run one by one",
 TEST_CASE("packable: score-bias positions, MLA, odd head dims and the plain path take no padding-free batch",
           "[padding_free]") {
   for (const char* position : {"alibi", "t5_bias"}) {
-    ModernLM model(small_model(position, "layernorm", "pre", "relu", 4, true));
+    ModernLM model(fused_model(position, "layernorm", "pre", "relu", 4, true));
     CHECK_FALSE(model->packable());
     CHECK_THROWS_AS(model->forward_packed(torch::zeros({1, 3}, torch::kInt64), {1, 2}), std::logic_error);
   }
-  ModelConfig mla = small_model("rope", "rmsnorm", "pre", "swiglu", 4, false);
+  ModelConfig mla = fused_model("rope", "rmsnorm", "pre", "swiglu", 4, false);
   mla.attention = "mla";
   mla.mla_kv_rank = 16;
   mla.mla_rope_dim = 8;
   CHECK_FALSE(ModernLM(mla)->packable());
-  ModelConfig odd = small_model("rope", "rmsnorm", "pre", "swiglu", 4, false);
+  ModelConfig odd = fused_model("rope", "rmsnorm", "pre", "swiglu", 4, false);
   odd.d_model = 24;  // head dim 6: not the fused kernel's
   CHECK_FALSE(ModernLM(odd)->packable());
-  ModernLM plain(small_model("rope", "rmsnorm", "pre", "swiglu", 2, false));
+  ModernLM plain(fused_model("rope", "rmsnorm", "pre", "swiglu", 2, false));
   set_fused_attention(false);
   CHECK_FALSE(plain->packable());
   set_fused_attention(true);
@@ -187,7 +169,7 @@ TEST_CASE("a padding-free step is the whole padded batch's step: loss, gradient 
   // Doc-layout rows of a garden-like spread of lengths: random tokens, padded at the end.
   const std::vector<int64_t> lens = {12, 3, 30, 7, 19, 1, 25, 9};
   const int64_t B = lens.size(), T = 30;
-  ModelConfig mc = small_model("rope", "rmsnorm", "pre", "swiglu", 2, false);
+  ModelConfig mc = fused_model("rope", "rmsnorm", "pre", "swiglu", 2, false);
   torch::manual_seed(9);
   auto inputs = torch::randint(mc.vocab_size, {B, T}, torch::kInt64);
   auto targets = torch::randint(mc.vocab_size, {B, T}, torch::kInt64);

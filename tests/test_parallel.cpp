@@ -17,21 +17,15 @@
 #include "model/ffn.h"
 #include "model/loss.h"
 #include "model/norm.h"
+#include "step_check.h"
 #include "train/optimizer.h"
 #include "util/runtime.h"
 
 using namespace lmx;
+using lmx::test::ThreadsScope;
 
 namespace {
 
-// runtime::set_threads(n) for a scope (the tests run at OMP_NUM_THREADS=1).
-struct ThreadsScope {
-  int before = runtime::threads();
-  explicit ThreadsScope(int n) { runtime::set_threads(n); }
-  ~ThreadsScope() { runtime::set_threads(before); }
-  ThreadsScope(const ThreadsScope&) = delete;
-  ThreadsScope& operator=(const ThreadsScope&) = delete;
-};
 
 // f() -> tensors, at each thread count; every result bit for bit equal to the 1-thread one.
 template <class F>

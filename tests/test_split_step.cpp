@@ -20,33 +20,9 @@
 #include "train/trainer.h"
 
 using namespace lmx;
+using lmx::test::ThreadsScope;
 
 namespace {
-
-// runtime::set_threads(n) for a scope (the tests run at OMP_NUM_THREADS=1).
-struct SplitThreads {
-  int before = runtime::threads();
-  explicit SplitThreads(int n) { runtime::set_threads(n); }
-  ~SplitThreads() { runtime::set_threads(before); }
-};
-
-ModelConfig split_model(const std::string& position, const std::string& norm, const std::string& ffn, int kv_heads,
-                        bool bias, bool tie = false) {
-  ModelConfig m;
-  m.vocab_size = 23;
-  m.d_model = 32;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = kv_heads;
-  m.d_ff = 48;
-  m.position = position;
-  m.norm = norm;
-  m.ffn = ffn;
-  m.bias = bias;
-  m.tie_embeddings = tie;
-  m.max_seq_len = 64;
-  return m;
-}
 
 // Doc-layout rows of a garden-like spread of lengths: random tokens, padded at the end.
 struct SplitBatch {
@@ -65,7 +41,7 @@ struct SplitOutcome {
 };
 // One step of a fresh model (seed 5) at `threads` threads.
 SplitOutcome split_outcome(const ModelConfig& mc, const std::vector<MicroBatch>& micro, int threads) {
-  SplitThreads t(threads);
+  ThreadsScope t(threads);
   torch::manual_seed(5);
   ModernLM model(mc);
   TrainConfig tc;
@@ -151,10 +127,10 @@ TEST_CASE("split_step: sequences cut nearest the token midpoint, row blocks, mic
 TEST_CASE("step_parts: the threads at --threads <= 2 on the CPU; 1 at one thread, on CUDA or with LMX_SPLIT_STEP=0",
           "[train][split]") {
   {
-    SplitThreads t(1);
+    ThreadsScope t(1);
     CHECK(step_parts(torch::kCPU) == 1);
   }
-  SplitThreads t(2);
+  ThreadsScope t(2);
   CHECK(step_parts(torch::kCPU) == 2);
   CHECK(step_parts(c10::Device(torch::kCUDA, 0)) == 1);
   ::setenv("LMX_SPLIT_STEP", "0", 1);
@@ -165,7 +141,7 @@ TEST_CASE("step_parts: the threads at --threads <= 2 on the CPU; 1 at one thread
 
 TEST_CASE("parallel_parts: every part once, each on one thread of its own, the first error rethrown",
           "[train][split]") {
-  SplitThreads t(2);
+  ThreadsScope t(2);
   for (int n : {1, 2, 3, 2}) {
     std::vector<int> seen(n, 0), share(n, 0);
     std::vector<std::thread::id> ids(n);
@@ -199,11 +175,11 @@ TEST_CASE("a step on two threads is its two parts' step on one thread, bit for b
     bool padding_free;
   };
   const std::vector<Case> cases = {
-      {"llama-like, padding-free: RoPE, RMSNorm, SwiGLU, GQA 4/2", split_model("rope", "rmsnorm", "swiglu", 2, false), true},
+      {"llama-like, padding-free: RoPE, RMSNorm, SwiGLU, GQA 4/2", lmx::test::fused_model("rope", "rmsnorm", "pre", "swiglu", 2, false), true},
       {"textbook-like, padding-free: sinusoidal, LayerNorm, ReLU, biases, tied embeddings",
-       split_model("sinusoidal", "layernorm", "relu", 4, true, true), true},
-      {"learned positions, GELU, (B, T) rows", split_model("learned", "layernorm", "gelu", 1, true), false},
-      {"ALiBi (LibTorch's attention ops), (B, T) rows", split_model("alibi", "rmsnorm", "swiglu", 4, false), false},
+       lmx::test::fused_model("sinusoidal", "layernorm", "pre", "relu", 4, true, true), true},
+      {"learned positions, GELU, (B, T) rows", lmx::test::fused_model("learned", "layernorm", "pre", "gelu", 1, true), false},
+      {"ALiBi (LibTorch's attention ops), (B, T) rows", lmx::test::fused_model("alibi", "rmsnorm", "pre", "swiglu", 4, false), false},
   };
   for (const auto& c : cases) {
     SECTION(c.name) {
@@ -224,7 +200,7 @@ TEST_CASE("a step on two threads is its two parts' step on one thread, bit for b
 
 TEST_CASE("micro-batches split over two threads: the whole batch's step up to rounding, the same bits every time",
           "[train][split]") {
-  const ModelConfig mc = split_model("alibi", "rmsnorm", "swiglu", 2, false);
+  const ModelConfig mc = lmx::test::fused_model("alibi", "rmsnorm", "pre", "swiglu", 2, false);
   torch::manual_seed(11);
   const SplitBatch b = split_rows({12, 3, 30, 7, 19, 1, 25, 9}, 30, mc.vocab_size);
   const auto micro = micro_batches(b.inputs, b.targets, 2);
