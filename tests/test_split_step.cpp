@@ -1,5 +1,6 @@
-// The split training step (train/trainer.h: step_parts, split_step): on several threads a step
-// runs each part of its batch on a thread of its own and sums the parts' gradients. The
+// The split training step (train.split_batch; train/trainer.h: step_parts, split_step): on
+// several threads a step runs each part of its batch on a thread of its own and sums the parts'
+// gradients. The
 // reference is the step that already exists: the same parts as micro-batches, one after the
 // other on one thread, whose gradients LibTorch accumulates part by part. With two parts both sum
 // the same two gradients, so the bits must be the same; with more micro-batches than parts only
@@ -8,7 +9,6 @@
 #include <torch/torch.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -39,15 +39,16 @@ struct SplitOutcome {
   StepResult step;
   std::vector<torch::Tensor> grads, params;
 };
-// One step of a fresh model (seed 5) at `threads` threads.
+// One step of a fresh model (seed 5) at `threads` threads, train.split_batch on.
 SplitOutcome split_outcome(const ModelConfig& mc, const std::vector<MicroBatch>& micro, int threads) {
   ThreadsScope t(threads);
   torch::manual_seed(5);
   ModernLM model(mc);
   TrainConfig tc;
+  tc.split_batch = true;
   auto opt = make_optimizer(model, tc);
   SplitOutcome o;
-  o.step = train_step(model, *opt, micro, 1e-2, 1.0);
+  o.step = train_step(model, *opt, micro, 1e-2, 1.0, "fp32", -1, step_parts(tc, torch::kCPU));
   for (auto& p : model->parameters()) {
     o.grads.push_back(p.grad().clone());
     o.params.push_back(p.detach().clone());
@@ -124,19 +125,18 @@ TEST_CASE("split_step: sequences cut nearest the token midpoint, row blocks, mic
   CHECK(rows1 == std::vector<int64_t>{4, 4, 1});
 }
 
-TEST_CASE("step_parts: the threads at --threads <= 2 on the CPU; 1 at one thread, on CUDA or with LMX_SPLIT_STEP=0",
-          "[train][split]") {
+TEST_CASE("step_parts: the threads with train.split_batch on the CPU at --threads <= 2; else 1", "[train][split]") {
+  TrainConfig on;
+  on.split_batch = true;
+  const TrainConfig off;  // the default: each op split over the threads
   {
     ThreadsScope t(1);
-    CHECK(step_parts(torch::kCPU) == 1);
+    CHECK(step_parts(on, torch::kCPU) == 1);
   }
   ThreadsScope t(2);
-  CHECK(step_parts(torch::kCPU) == 2);
-  CHECK(step_parts(c10::Device(torch::kCUDA, 0)) == 1);
-  ::setenv("LMX_SPLIT_STEP", "0", 1);
-  CHECK(step_parts(torch::kCPU) == 1);
-  ::unsetenv("LMX_SPLIT_STEP");
-  CHECK(step_parts(torch::kCPU) == 2);
+  CHECK(step_parts(on, torch::kCPU) == 2);
+  CHECK(step_parts(off, torch::kCPU) == 1);
+  CHECK(step_parts(on, c10::Device(torch::kCUDA, 0)) == 1);
 }
 
 TEST_CASE("parallel_parts: every part once, each on one thread of its own, the first error rethrown",

@@ -172,7 +172,7 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
   for (int step = 0; step < a.steps; ++step) {
     auto rows = data[step % data.size(0)];
     const auto r = train_step(model, optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
-                              cfg.train.grad_clip, cfg.train.precision);
+                              cfg.train.grad_clip, cfg.train.precision, -1, step_parts(cfg.train, torch::kCPU));
     t_fwd += r.phase_ms[0], t_bwd += r.phase_ms[1], t_clip += r.phase_ms[2], t_opt += r.phase_ms[3];
   }
   op_timer::set_enabled(false);
@@ -230,7 +230,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
     if (step == a.warmup) t0 = Clock::now();
     auto rows = data[step];
     auto r = train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
-                        cfg.train.grad_clip, cfg.train.precision);
+                        cfg.train.grad_clip, cfg.train.precision, -1, step_parts(cfg.train, torch::kCPU));
     last_loss = r.loss;
   }
   timed_s = seconds_since(t0);
@@ -246,7 +246,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
     for (int step = 0; step < 5; ++step) {
       auto rows = data[step % data.size(0)];
       train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr, cfg.train.grad_clip,
-                 cfg.train.precision);
+                 cfg.train.precision, -1, step_parts(cfg.train, torch::kCPU));
     }
   }
 
@@ -275,7 +275,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
          a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss),
          blas.core, kernels_from(blas), gemm::name(gemm::active()),
          a.no_decode ? "" : (infer::Decoder::unsupported(model).empty() ? "engine" : "modules"),
-         std::to_string(step_parts(torch::kCPU))});
+         std::to_string(step_parts(cfg.train, torch::kCPU))});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;

@@ -242,7 +242,7 @@ StepResult take_run_step(Training& tr, int64_t step, double lr) {
                                          : micro_batches(batch.inputs, batch.targets, tr.cfg.train.micro_batch_size);
   for (auto& m : micro) m.inputs = m.inputs.to(tr.device), m.targets = m.targets.to(tr.device);
   const StepResult sr = train_step(tr.model, *tr.optimizer, micro, lr, tr.cfg.train.grad_clip, tr.cfg.train.precision,
-                                   batch.global_tokens);
+                                   batch.global_tokens, step_parts(tr.cfg.train, tr.device));
   if (hooked) hooked->remove_hook(hook);
   return sr;
 }

@@ -29,7 +29,6 @@
 #include "train/train_state.h"
 #include "util/clock.h"
 #include "util/csv.h"
-#include "util/env.h"
 #include "util/error.h"
 #include "util/faults.h"
 #include "util/log.h"
@@ -91,9 +90,9 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip,
-                      const std::string& precision, int64_t global_tokens) {
+                      const std::string& precision, int64_t global_tokens, int parts) {
   return train_step(model, optimizer, std::vector<MicroBatch>{{inputs, targets, {}}}, lr, grad_clip, precision,
-                    global_tokens);
+                    global_tokens, parts);
 }
 
 namespace {
@@ -176,8 +175,8 @@ std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::
   return out;
 }
 
-int step_parts(const c10::Device& device) {
-  if (!device.is_cpu() || env::text("LMX_SPLIT_STEP") == "0" || runtime::torch_threads() != 1) return 1;
+int step_parts(const TrainConfig& t, const c10::Device& device) {
+  if (!t.split_batch || !device.is_cpu() || runtime::torch_threads() != 1) return 1;
   return std::max(1, runtime::threads());
 }
 
@@ -235,7 +234,7 @@ std::vector<std::vector<MicroBatch>> split_step(const std::vector<MicroBatch>& m
 }
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
-                      double grad_clip, const std::string& precision, int64_t global_tokens) {
+                      double grad_clip, const std::string& precision, int64_t global_tokens, int parts) {
   if (micro.empty()) throw std::logic_error("train_step: no micro-batch");
   set_lr(optimizer, lr);
   dist::Group* group = dist::current();
@@ -248,7 +247,7 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
   } else {
     for (const auto& m : micro) r.tokens += counted_targets(m.targets);
   }
-  const auto work = split_step(micro, step_parts(micro.front().inputs.device()));
+  const auto work = split_step(micro, parts);
   // One micro-batch (the whole batch) on one thread: the mean over its targets, as
   // lm_cross_entropy's kernel scales it. Several, split or data-parallel: each one's token
   // losses summed over the (global) batch's token count, so that the summed gradient is the

@@ -90,7 +90,8 @@ struct StepResult {
   std::array<double, 4> phase_ms{};
 };
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
-                      const torch::Tensor& targets, double lr, double grad_clip, const std::string& precision = "fp32", int64_t global_tokens = -1);
+                      const torch::Tensor& targets, double lr, double grad_clip, const std::string& precision = "fp32", int64_t global_tokens = -1,
+                      int parts = 1);
 // The batch's rows in micro-batches (train.micro_batch_size): rows sorted by length (up to the
 // last target that counts; stable) and cut into groups of `size` rows, each trimmed to its
 // longest row, so that a doc-layout group pads to nearly its own length instead of the
@@ -111,17 +112,19 @@ MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& 
 // accumulated, then one clip and one AdamW step. With several, each one's token losses are
 // summed over the whole batch's token count: the loss and gradient of the whole batch, up to
 // float rounding (the gradients are summed in parts). One micro-batch: exactly the step above.
+// `parts` (step_parts): the batch split over that many threads (split_step), 1: on this thread.
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
                       double grad_clip, const std::string& precision = "fp32",
-                      int64_t global_tokens = -1);
+                      int64_t global_tokens = -1, int parts = 1);
 
-// The parts a training step's batch is split into, one per thread: runtime::threads() on the CPU
-// where LibTorch's own ops run on one thread (--threads <= 2, runtime::thread_split) and
-// LMX_SPLIT_STEP is not 0; else 1 (each op, GEMMs and kernels, split over the threads instead).
-// Each part runs its forward and backward on its own thread, with one-thread GEMMs and kernels;
-// the parts' gradients are summed in part order. A step at 2 threads therefore rounds as the
-// same step over its parts as micro-batches (split_step) on one thread, not as the 1-thread step.
-int step_parts(const c10::Device& device);
+// The parts a training step's batch is split into, one per thread (train.split_batch):
+// runtime::threads() where split_batch is on, on the CPU, and LibTorch's own ops run on one
+// thread (--threads <= 2, runtime::thread_split); else 1 (each op, GEMMs and kernels, split over
+// the threads: the same bits at any thread count). Each part runs its forward and backward on its
+// own thread, with one-thread GEMMs and kernels; the parts' gradients are summed in part order.
+// A step in 2 parts therefore rounds as the same step over its parts as micro-batches
+// (split_step) on one thread, not as the 1-thread step.
+int step_parts(const TrainConfig& t, const c10::Device& device);
 // The step's micro-batches as `parts` lists, one per thread, each at least one micro-batch
 // (fewer lists when there are fewer pieces to share): one padding-free micro-batch is cut between
 // sequences into runs of about equal token counts, one (B, T) batch into row blocks, several

@@ -10,7 +10,6 @@ const std::vector<Variable>& variables() {
   static const std::vector<Variable> table = {
       {"LMX_TORCH_THREADS",    "LibTorch's intra-op threads (overrides the split of --threads)"},
       {"LMX_BLAS_THREADS",     "OpenBLAS / oneDNN threads (overrides the split of --threads)"},
-      {"LMX_SPLIT_STEP",       "0: a training step on several threads splits each op, not the batch"},
       {"LMX_GEMM",             "onednn | torch: the linear layers' float32 GEMMs"},
       {"LMX_BF16_GEMM",        "0 | 1: bf16 on the CPU through oneDNN's bf16 GEMMs (1) or LibTorch's autocast (0)"},
       {"LMX_FUSED_ATTENTION",  "0: LibTorch's ops instead of lmx's fused CPU kernels"},
