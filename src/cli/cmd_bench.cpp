@@ -167,12 +167,13 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
                      const BenchOptions& a) {
   const int64_t T = data.size(2) - 1;
   double t_fwd = 0, t_bwd = 0, t_clip = 0, t_opt = 0;
+  const int parts = step_parts(cfg.train, torch::kCPU);
   op_timer::reset();
   op_timer::set_enabled(true);
   for (int step = 0; step < a.steps; ++step) {
     auto rows = data[step % data.size(0)];
     const auto r = train_step(model, optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
-                              cfg.train.grad_clip, cfg.train.precision, -1, step_parts(cfg.train, torch::kCPU));
+                              cfg.train.grad_clip, cfg.train.precision, -1, parts);
     t_fwd += r.phase_ms[0], t_bwd += r.phase_ms[1], t_clip += r.phase_ms[2], t_opt += r.phase_ms[3];
   }
   op_timer::set_enabled(false);
@@ -221,6 +222,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
   model->train();
   auto optimizer = make_optimizer(model, cfg.train);
   const int total = a.warmup + a.steps;
+  const int parts = step_parts(cfg.train, torch::kCPU);  // the batch over the threads (train.split_batch)
   auto data = torch::randint(V, {std::max(total, 1), B, T + 1}, torch::kInt64);
   log::info("bench", "{}: {} parameters, B={} T={} V={}, {} threads, {} warm-up + {} timed steps", cfg.source,
             count_parameters(model), B, T, V, runtime::threads(), a.warmup, a.steps);
@@ -230,7 +232,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
     if (step == a.warmup) t0 = Clock::now();
     auto rows = data[step];
     auto r = train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
-                        cfg.train.grad_clip, cfg.train.precision, -1, step_parts(cfg.train, torch::kCPU));
+                        cfg.train.grad_clip, cfg.train.precision, -1, parts);
     last_loss = r.loss;
   }
   timed_s = seconds_since(t0);
@@ -246,7 +248,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
     for (int step = 0; step < 5; ++step) {
       auto rows = data[step % data.size(0)];
       train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr, cfg.train.grad_clip,
-                 cfg.train.precision, -1, step_parts(cfg.train, torch::kCPU));
+                 cfg.train.precision, -1, parts);
     }
   }
 
@@ -275,7 +277,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
          a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss),
          blas.core, kernels_from(blas), gemm::name(gemm::active()),
          a.no_decode ? "" : (infer::Decoder::unsupported(model).empty() ? "engine" : "modules"),
-         std::to_string(step_parts(cfg.train, torch::kCPU))});
+         std::to_string(parts)});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;

@@ -59,10 +59,13 @@ bool autocasts(const std::string& precision, c10::DeviceType device) {
 AutocastGuard::AutocastGuard(const std::string& precision, c10::DeviceType device) : device_(device) {
   if (parse_option<Precision>(precision) != Precision::Bf16) return;
   if (!autocasts(precision, device)) {
-    // Measured once a process (~30 ms), warned about once: whether the bf16 GEMMs pay here.
-    static const std::string slower = gemm::bf16_slower_note(gemm::measure_bf16_rates());
-    static std::atomic<bool> told{false};
-    if (!slower.empty() && !told.exchange(true)) log::warn("precision", "{}", slower);
+    // Measured once a process (~30 ms), and warned about then: whether the bf16 GEMMs pay here.
+    static const bool measured = [] {
+      const std::string slower = gemm::bf16_slower_note(gemm::measure_bf16_rates());
+      if (!slower.empty()) log::warn("precision", "{}", slower);
+      return true;
+    }();
+    (void)measured;
     bf16_gemms_.emplace();
     return;
   }

@@ -180,40 +180,44 @@ int step_parts(const TrainConfig& t, const c10::Device& device) {
   return std::max(1, runtime::threads());
 }
 
-std::vector<std::vector<MicroBatch>> split_step(const std::vector<MicroBatch>& micro, int parts) {
-  if (parts <= 1 || micro.empty()) return {micro};
+namespace {
+
+// Several micro-batches: largest first, each to the list with the fewest tokens so far (ties:
+// the lower list).
+std::vector<std::vector<MicroBatch>> deal_micro_batches(const std::vector<MicroBatch>& micro, int parts) {
+  std::vector<size_t> order(micro.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return micro[a].inputs.numel() > micro[b].inputs.numel(); });
+  const size_t n = std::min<size_t>(parts, micro.size());
+  std::vector<std::vector<MicroBatch>> out(n);
+  std::vector<int64_t> load(n, 0);
+  for (size_t i : order) {
+    const size_t to = std::min_element(load.begin(), load.end()) - load.begin();
+    out[to].push_back(micro[i]);
+    load[to] += micro[i].inputs.numel();
+  }
+  return out;
+}
+
+// A (B, T) batch: row blocks, as equal as B allows.
+std::vector<std::vector<MicroBatch>> row_blocks(const MicroBatch& m, int parts) {
+  const int64_t B = m.inputs.size(0), n = std::min<int64_t>(parts, B);
   std::vector<std::vector<MicroBatch>> out;
-  if (micro.size() > 1) {
-    // Largest first, each to the list with the fewest tokens so far (ties: the lower list).
-    std::vector<size_t> order(micro.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return micro[a].inputs.numel() > micro[b].inputs.numel(); });
-    const size_t n = std::min<size_t>(parts, micro.size());
-    out.resize(n);
-    std::vector<int64_t> load(n, 0);
-    for (size_t i : order) {
-      const size_t to = std::min_element(load.begin(), load.end()) - load.begin();
-      out[to].push_back(micro[i]);
-      load[to] += micro[i].inputs.numel();
-    }
-    return out;
+  for (int64_t i = 0, at = 0; i < n; ++i) {
+    const int64_t rows = B / n + (i < B % n ? 1 : 0);
+    out.push_back({{m.inputs.narrow(0, at, rows), m.targets.narrow(0, at, rows), {}}});
+    at += rows;
   }
-  const MicroBatch& m = micro.front();
-  if (m.lengths.empty()) {
-    // Row blocks of a (B, T) batch, as equal as B allows.
-    const int64_t B = m.inputs.size(0), n = std::min<int64_t>(parts, B);
-    for (int64_t i = 0, at = 0; i < n; ++i) {
-      const int64_t rows = B / n + (i < B % n ? 1 : 0);
-      out.push_back({{m.inputs.narrow(0, at, rows), m.targets.narrow(0, at, rows), {}}});
-      at += rows;
-    }
-    return out;
-  }
-  // Padding-free: runs of whole sequences in order; part i ends at the cut nearest to i + 1
-  // shares of the tokens (a sequence joins while that brings the running count closer).
+  return out;
+}
+
+// A padding-free row: runs of whole sequences in order; part i ends at the cut nearest to i + 1
+// shares of the tokens (a sequence joins while that brings the running count closer).
+std::vector<std::vector<MicroBatch>> sequence_runs(const MicroBatch& m, int parts) {
   const int64_t total = std::accumulate(m.lengths.begin(), m.lengths.end(), int64_t{0});
   const int64_t n = std::min<int64_t>(parts, static_cast<int64_t>(m.lengths.size()));
+  std::vector<std::vector<MicroBatch>> out;
   size_t seq = 0;
   int64_t at = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -233,6 +237,99 @@ std::vector<std::vector<MicroBatch>> split_step(const std::vector<MicroBatch>& m
   return out;
 }
 
+}  // namespace
+
+std::vector<std::vector<MicroBatch>> split_step(const std::vector<MicroBatch>& micro, int parts) {
+  if (parts <= 1 || micro.empty()) return {micro};
+  if (micro.size() > 1) return deal_micro_batches(micro, parts);
+  return micro.front().lengths.empty() ? row_blocks(micro.front(), parts) : sequence_runs(micro.front(), parts);
+}
+
+namespace {
+
+// The forward and backward passes of a step's work (split_step's lists), list i on thread i:
+// the token losses summed over `tokens` when `summed`, else the mean (one micro-batch on one
+// thread, as lm_cross_entropy's kernel scales it). List 0 (this thread) accumulates its gradients
+// in the parameters' .grad, as a one-thread step does; every other list collects its own
+// (autograd::grad: no .grad is touched), added after all have ended, in list order.
+struct PassesResult {
+  torch::Tensor loss;          // the summed loss, detached
+  double fwd_ms = 0, bwd_ms = 0;  // this thread's forward; the rest of the wait for all lists
+};
+PassesResult forward_backward(ModernLM& model, const std::vector<std::vector<MicroBatch>>& work,
+                              const std::vector<torch::Tensor>& params, const std::string& precision, bool summed,
+                              int64_t tokens) {
+  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
+  std::vector<torch::Tensor> part_loss(work.size());
+  std::vector<std::vector<torch::Tensor>> part_grads(work.size());
+  PassesResult out;
+  const bool poisoned = faults::loss_poisoned();  // this thread's flag (tests), for every part
+  const auto t0 = Clock::now();
+  kernels::parallel_parts(static_cast<int>(work.size()), [&](int part) {
+    for (const MicroBatch& m : work[part]) {
+      const auto ta = Clock::now();
+      // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
+      // dtype its forward used.
+      std::optional<AutocastGuard> autocast(std::in_place, precision, m.inputs.device().type());
+      auto logits = m.lengths.empty() ? model->forward(m.inputs) : model->forward_packed(m.inputs, m.lengths);  // (B, T, V)
+      torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), m.targets.reshape(-1),
+                                            data::kIgnore, summed);
+      if (summed) loss = loss / std::max<double>(1.0, static_cast<double>(tokens));
+      if (poisoned) loss = loss * std::nan("");
+      autocast.reset();
+      const auto tb = Clock::now();
+      if (part == 0) {
+        loss.backward();
+      } else {
+        auto grads = torch::autograd::grad({loss}, params, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                                           /*allow_unused=*/true);
+        auto& sum = part_grads[part];
+        if (sum.empty()) sum = std::move(grads);
+        else
+          for (size_t i = 0; i < sum.size(); ++i)
+            if (grads[i].defined()) sum[i] = sum[i].defined() ? sum[i] + grads[i] : grads[i];
+      }
+      part_loss[part] = part_loss[part].defined() ? part_loss[part] + loss.detach() : loss.detach();
+      if (part == 0) out.fwd_ms += ms(ta, tb), out.bwd_ms += ms(tb, Clock::now());
+    }
+  });
+  out.loss = part_loss[0];
+  for (size_t part = 1; part < work.size(); ++part) {
+    out.loss = out.loss + part_loss[part];
+    for (size_t i = 0; i < part_grads[part].size(); ++i) {
+      const torch::Tensor& g = part_grads[part][i];
+      if (!g.defined()) continue;
+      torch::Tensor p = params[i];
+      if (p.grad().defined())
+        p.mutable_grad().add_(g);
+      else
+        p.mutable_grad() = g;
+    }
+  }
+  if (work.size() > 1) out.bwd_ms = ms(t0, Clock::now()) - out.fwd_ms;
+  return out;
+}
+
+// Data-parallel: the loss, an interrupt flag and every gradient summed over the ranks in one
+// all-reduce; the global loss into r.loss, whether any rank was interrupted into r.interrupted.
+void allreduce_step(dist::Group& group, const torch::Tensor& loss, const std::vector<torch::Tensor>& params,
+                    StepResult& r) {
+  dist::fault_point();
+  const auto loss1 = loss.reshape({1}).to(torch::kFloat).clone();
+  std::vector<torch::Tensor> reduce{loss1, torch::full({1}, signals::interrupted() ? 1.0f : 0.0f, loss1.options())};
+  for (auto p : params) {
+    // Every rank all-reduces the same list: a parameter this rank's batch did not reach
+    // contributes zeros.
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    reduce.push_back(p.grad());
+  }
+  group.allreduce_sum(reduce, "gradient all-reduce");
+  r.loss = reduce[0].item<double>();
+  r.interrupted = reduce[1].item<float>() > 0;
+}
+
+}  // namespace
+
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
                       double grad_clip, const std::string& precision, int64_t global_tokens, int parts) {
   if (micro.empty()) throw std::logic_error("train_step: no micro-batch");
@@ -248,85 +345,19 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
     for (const auto& m : micro) r.tokens += counted_targets(m.targets);
   }
   const auto work = split_step(micro, parts);
-  // One micro-batch (the whole batch) on one thread: the mean over its targets, as
-  // lm_cross_entropy's kernel scales it. Several, split or data-parallel: each one's token
-  // losses summed over the (global) batch's token count, so that the summed gradient is the
-  // whole batch's.
+  // One micro-batch (the whole batch) on one thread: the mean over its targets. Several, split or
+  // data-parallel: each one's token losses summed over the (global) batch's token count, so that
+  // the summed gradient is the whole batch's.
   const bool summed = group != nullptr || micro.size() > 1 || work.size() > 1;
   const auto params = model->parameters();
   clear_gradients(params);
+  const PassesResult passes = forward_backward(model, work, params, precision, summed, r.tokens);
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
-  // Part 0 (this thread) accumulates its gradients in the parameters' .grad, as a one-thread
-  // step does; every other part collects its own (autograd::grad: no .grad is touched) and adds
-  // them after all have ended, in part order.
-  std::vector<torch::Tensor> part_loss(work.size());
-  std::vector<std::vector<torch::Tensor>> part_grads(work.size());
-  double t_fwd = 0, t_bwd = 0;
-  const bool poisoned = faults::loss_poisoned();  // this thread's flag (tests), for every part
-  const auto t0 = Clock::now();
-  kernels::parallel_parts(static_cast<int>(work.size()), [&](int part) {
-    for (const MicroBatch& m : work[part]) {
-      const auto ta = Clock::now();
-      // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
-      // dtype its forward used.
-      std::optional<AutocastGuard> autocast(std::in_place, precision, m.inputs.device().type());
-      auto logits = m.lengths.empty() ? model->forward(m.inputs) : model->forward_packed(m.inputs, m.lengths);  // (B, T, V)
-      torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), m.targets.reshape(-1),
-                                            data::kIgnore, summed);
-      if (summed) loss = loss / std::max<double>(1.0, static_cast<double>(r.tokens));
-      if (poisoned) loss = loss * std::nan("");
-      autocast.reset();
-      const auto tb = Clock::now();
-      if (part == 0) {
-        loss.backward();
-      } else {
-        auto grads = torch::autograd::grad({loss}, params, {}, /*retain_graph=*/false, /*create_graph=*/false,
-                                           /*allow_unused=*/true);
-        auto& sum = part_grads[part];
-        if (sum.empty()) {
-          sum = std::move(grads);
-        } else {
-          for (size_t i = 0; i < sum.size(); ++i)
-            if (grads[i].defined()) sum[i] = sum[i].defined() ? sum[i] + grads[i] : grads[i];
-        }
-      }
-      part_loss[part] = part_loss[part].defined() ? part_loss[part] + loss.detach() : loss.detach();
-      if (part == 0) t_fwd += ms(ta, tb), t_bwd += ms(tb, Clock::now());
-    }
-  });
-  torch::Tensor total_loss = part_loss[0];
-  for (size_t part = 1; part < work.size(); ++part) {
-    total_loss = total_loss + part_loss[part];
-    for (size_t i = 0; i < part_grads[part].size(); ++i) {
-      const torch::Tensor& g = part_grads[part][i];
-      if (!g.defined()) continue;
-      torch::Tensor p = params[i];
-      if (p.grad().defined())
-        p.mutable_grad().add_(g);
-      else
-        p.mutable_grad() = g;
-    }
-  }
-  // With parts, this thread's forward is the phase's time and the rest of the wait for all
-  // parts the backward's.
-  const auto t1b = Clock::now();
-  if (work.size() > 1) t_bwd = ms(t0, t1b) - t_fwd;
-  if (group) {
-    dist::fault_point();
-    const auto loss1 = total_loss.reshape({1}).to(torch::kFloat).clone();
-    std::vector<torch::Tensor> reduce{loss1, torch::full({1}, signals::interrupted() ? 1.0f : 0.0f, loss1.options())};
-    for (auto& p : params) {
-      // Every rank all-reduces the same list: a parameter this rank's batch did not reach
-      // contributes zeros.
-      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-      reduce.push_back(p.grad());
-    }
-    group->allreduce_sum(reduce, "gradient all-reduce");
-    r.loss = reduce[0].item<double>();
-    r.interrupted = reduce[1].item<float>() > 0;
-  } else {
-    r.loss = total_loss.item<double>();
-  }
+  const auto t1 = Clock::now();
+  if (group)
+    allreduce_step(*group, passes.loss, params, r);
+  else
+    r.loss = passes.loss.item<double>();
   const auto t2 = Clock::now();
   r.grad_norm = clip_gradients(model, grad_clip);
   const auto t3 = Clock::now();
@@ -335,7 +366,7 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
     r.stepped = true;
   }
   const auto t4 = Clock::now();
-  r.phase_ms = {t_fwd, t_bwd + ms(t1b, t2), ms(t2, t3), ms(t3, t4)};
+  r.phase_ms = {passes.fwd_ms, passes.bwd_ms + ms(t1, t2), ms(t2, t3), ms(t3, t4)};
   return r;
 }
 
