@@ -196,6 +196,14 @@ static inline __attribute__((always_inline)) void glu_grad(const SiluOp&, V g, V
   silu_mul_grad(g, u, dy, dg, du);
 }
 
+// Asks the cache for n floats from p on, one prefetch per 64-byte line (no arithmetic: the
+// same bits).
+static inline __attribute__((always_inline)) void prefetch_floats(const float* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 3);
+}
+// Rows ahead of the one computed that the gated kernels prefetch.
+constexpr int64_t kPrefetchRows = 2;
+
 // Rows of the packed gate|up projection gu (rows, 2F); out and keep (rows, F).
 template <class Op>
 static inline __attribute__((always_inline)) void glu_rows(const Op& op, const float* gu, int64_t rows, int64_t F,
@@ -203,6 +211,7 @@ static inline __attribute__((always_inline)) void glu_rows(const Op& op, const f
   for (int64_t r = 0; r < rows; ++r) {
     const float *g = gu + r * 2 * F, *u = g + F;
     float *o = out + r * F, *kr = keep ? keep + r * F : nullptr;
+    if (r + kPrefetchRows < rows) prefetch_floats(g + kPrefetchRows * 2 * F, 2 * F);
     if constexpr (Op::kKeeps) {
       if (kr) {
         for_lanes(F, [&](auto L, int64_t f) {
@@ -223,6 +232,11 @@ static inline __attribute__((always_inline)) void glu_grad_rows(const Op& op, co
   for (int64_t r = 0; r < rows; ++r) {
     const float *g = gu + r * 2 * F, *u = g + F, *dy = dout + r * F, *kr = keep ? keep + r * F : nullptr;
     float *dg = dgu + r * 2 * F, *du = dg + F;
+    if (r + kPrefetchRows < rows) {
+      prefetch_floats(g + kPrefetchRows * 2 * F, 2 * F);
+      prefetch_floats(dy + kPrefetchRows * F, F);
+      if (kr) prefetch_floats(kr + kPrefetchRows * F, F);
+    }
     if constexpr (Op::kKeeps) {
       if (kr) {
         for_lanes(F, [&](auto L, int64_t f) {
