@@ -8,6 +8,7 @@
 #include "infer/decoder.h"
 #include "kernels/fused_attention.h"
 #include "model/lm.h"
+#include "step_check.h"
 
 using namespace lmx;
 
@@ -147,5 +148,36 @@ TEST_CASE("infer::argmax is torch::argmax: the first on ties, NaN the largest", 
   for (const auto& r : rows) {
     auto t = torch::tensor(r);
     CHECK(infer::argmax(r.data(), static_cast<int64_t>(r.size())) == t.argmax().item<int64_t>());
+  }
+}
+
+TEST_CASE("the engine's logits are the same bits at 1 and 2 threads, and the module path's at 2", "[infer]") {
+  // d 128, relu d_ff 512: up (512 × 128) and down hold 2^16 floats each, the size from which the
+  // engine's one-row GEMMs take all threads; qkv (384 × 128), out and the head stay on the
+  // calling thread: both kinds of layer.
+  ModelConfig c = engine_model();
+  c.d_model = 128;
+  c.d_ff = 512;
+  c.init_std = 0.1;
+  torch::manual_seed(5);
+  ModernLM model(c);
+  model->eval();
+  const auto tokens = random_tokens(20, 29);
+  std::vector<torch::Tensor> one, two, modules_two;
+  {
+    test::ThreadsScope t(1);
+    one = engine_logits(model, tokens, 3);
+  }
+  {
+    test::ThreadsScope t(2);
+    two = engine_logits(model, tokens, 3);
+    modules_two = module_logits(model, tokens, 3);
+  }
+  REQUIRE(one.size() == two.size());
+  REQUIRE(one.size() == modules_two.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    INFO("step " << i);
+    CHECK(torch::equal(one[i], two[i]));
+    CHECK(torch::equal(two[i], modules_two[i]));
   }
 }
