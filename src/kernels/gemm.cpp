@@ -104,11 +104,6 @@ bool cpu_has_bf16() { return __builtin_cpu_supports("avx512bf16"); }
 bool cpu_has_bf16() { return false; }
 #endif
 
-// y (M, N) = bias in every row.
-void bias_rows(const float* bias, float* y, int64_t M, int64_t N) {
-  for (int64_t r = 0; r < M; ++r) std::memcpy(y + r * N, bias, N * sizeof(float));
-}
-
 // a and b bfloat16 (rows contiguous), out float32: out = op(a)·op(b) + beta·out.
 void gemm_bf16(const torch::Tensor& a, bool ta, const torch::Tensor& b, bool tb, torch::Tensor& out, float beta) {
 #if LMX_WITH_ONEDNN
@@ -159,10 +154,7 @@ torch::Tensor forward_gemm(const Operands& o, const torch::Tensor& bias) {
     return y;
   }
   if (with_bias) {
-    // The GEMM adds onto the bias (β = 1), as addmm does; the rows copied as linear_rows does
-    // (LibTorch's copy_ of the broadcast bias took ~3% of a bf16 textbook step).
-    const auto b = bias.contiguous();
-    bias_rows(b.data_ptr<float>(), y.data_ptr<float>(), y.size(0), y.size(1));
+    y.copy_(bias.expand_as(y));  // the GEMM adds onto the bias (β = 1), as addmm does
     gemm_any(o.x, false, o.w, true, y, 1.0f);
   } else {
     gemm_any(o.x, false, o.w, true, y, 0.0f);
@@ -262,7 +254,8 @@ void sgemm(const torch::Tensor& a, bool ta, const torch::Tensor& b, bool tb, tor
 
 void linear_rows(const float* x, const float* w, const float* bias, float* y, int64_t M, int64_t N, int64_t K) {
   if (!onednn_on()) throw std::logic_error("gemm::linear_rows: the oneDNN backend is off");
-  if (bias) bias_rows(bias, y, M, N);
+  if (bias)
+    for (int64_t r = 0; r < M; ++r) std::memcpy(y + r * N, bias, N * sizeof(float));
   onednn_sgemm(false, true, M, N, K, x, K, w, K, bias ? 1.0f : 0.0f, y, N);
 }
 
