@@ -106,11 +106,13 @@ def row(path):
 med = statistics.median
 print(f"{rounds} round(s), each: sgemm peak, then per recipe and thread count lmx and the peer one after the "
       "other. ms/step, GFLOP/s, MFU and decode columns: medians over the rounds (MFU against the same "
-      "round's peak); speed-up: the median of the rounds' peer ÷ lmx, with their range.")
+      "round's peak); speed-up: the median of the rounds' peer ÷ lmx, with their range; bf16 ÷ fp32: "
+      "the median of the rounds' lmx bf16 step ÷ lmx fp32 step, with their range.")
 print()
 print("| recipe | threads | params lmx / peer | lmx ms/step | peer ms/step | speed-up (rounds) | lmx GFLOP/s | "
-      "matmul peak GFLOP/s | lmx MFU | peer MFU | KV decode tok/s | recompute tok/s | KV speed-up | lmx peak RSS MiB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "matmul peak GFLOP/s | lmx MFU | peer MFU | KV decode tok/s | recompute tok/s | KV speed-up | lmx peak RSS MiB | "
+      "bf16 ÷ fp32 step (rounds) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in recipes:
     for n in threads:
         for suffix, label in (("", r), ("_bf16", f"{r} (lmx bf16)")):
@@ -129,11 +131,20 @@ for r in recipes:
             # bf16 row has none.
             mfu = "n/a (bf16)" if suffix else f"{med(gflop / l * 1e3 / pk for l, pk in zip(lms, peaks)):.0%}"
             peer_mfu = med(gflop / p * 1e3 / pk for p, pk in zip(pms, peaks))
+            # The bf16 step against the fp32 step of the same round (issue 48's 0.7x target).
+            vs_fp32 = ""
+            if suffix:
+                both = [k for k in rs if os.path.exists(f"{out}/lmx_{r}_{n}_r{k}.csv")]
+                bf = [float(row(f"{out}/lmx_{r}_{n}{suffix}_r{k}.csv")["ms_per_step"]) /
+                      float(row(f"{out}/lmx_{r}_{n}_r{k}.csv")["ms_per_step"]) for k in both]
+                if bf:
+                    vs_fp32 = f"{med(bf):.2f}" + (f" ({min(bf):.2f}–{max(bf):.2f})" if len(bf) > 1 else "")
             print(f"| {label} | {n} | {L[0]['params']} / {P[0]['params']} | {med(lms):.2f} | {med(pms):.2f} | "
                   f"{med(ratios):.2f}x{spread} | {gflop / med(lms) * 1e3:.1f} | {med(peaks):.1f} | {mfu} | "
                   f"{peer_mfu:.0%} | {med(float(l['decode_kv_tok_s']) for l in L):.0f} | "
                   f"{med(float(l['decode_recompute_tok_s']) for l in L):.0f} | "
-                  f"{med(float(l['kv_speedup']) for l in L):.2f}x | {max(float(l['peak_rss_mib']) for l in L):.1f} |")
+                  f"{med(float(l['kv_speedup']) for l in L):.2f}x | {max(float(l['peak_rss_mib']) for l in L):.1f} | "
+                  f"{vs_fp32} |")
 EOF
 fi
 
