@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "kernels/cpu_kernels.h"
@@ -93,11 +94,8 @@ constexpr int64_t kSplitWeightFloats = int64_t{1} << 16;
 
 // y (N) = x (K)·wᵀ + b for a weight (N, K).
 void linear(const float* x, const torch::Tensor& w, const torch::Tensor& b, float* y) {
-  if (w.numel() < kSplitWeightFloats && runtime::threads() > 1) {
-    runtime::ThreadShare one(1);
-    gemm::linear_rows(x, ptr(w), ptr(b), y, 1, w.size(0), w.size(1));
-    return;
-  }
+  std::optional<runtime::ThreadShare> calling_thread;
+  if (w.numel() < kSplitWeightFloats) calling_thread.emplace(1);
   gemm::linear_rows(x, ptr(w), ptr(b), y, 1, w.size(0), w.size(1));
 }
 
