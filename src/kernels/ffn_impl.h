@@ -196,12 +196,7 @@ static inline __attribute__((always_inline)) void glu_grad(const SiluOp&, V g, V
   silu_mul_grad(g, u, dy, dg, du);
 }
 
-// Asks the cache for n floats from p on, one prefetch per 64-byte line (no arithmetic: the
-// same bits).
-static inline __attribute__((always_inline)) void prefetch_floats(const float* p, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 3);
-}
-// Rows ahead of the one computed that the gated kernels prefetch.
+// Rows ahead of the one computed that the gated kernels prefetch (prefetch_floats, cpu_kernels.h).
 constexpr int64_t kPrefetchRows = 2;
 
 // Rows of the packed gate|up projection gu (rows, 2F); out and keep (rows, F).

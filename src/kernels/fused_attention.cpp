@@ -129,11 +129,6 @@ void point_rows(Args& a, const HeadOffsets& at, const float* qkv, OutPtr o, int6
   a.o_sh = D;
 }
 
-// Asks the cache for n floats from p on, one prefetch per 64-byte line.
-void prefetch_floats(const float* p, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 3);
-}
-
 // fn(at, shape, scratch) for every (sequence b, KV head g): `at` where its rows sit, shape that
 // sequence's (Tq = Tk = its length, group = H / Hk), in parallel chunks that each own the
 // scratch the longest sequence needs.
@@ -153,7 +148,7 @@ void for_each_segment_head(const Segments& seg, int64_t H, int64_t Hk, kernels::
   for_each_kv_head(static_cast<int64_t>(seg.len.size()), Hk, shape.group, scratch_n,
                    [&](int64_t b, int64_t g, int64_t h0, float* scratch) {
                      const HeadOffsets at(seg, b, g, h0, H, Hk, shape.D);
-                     if (g == 0) prefetch_floats(qkv + at.q, seg.len[b] * at.row);  // at.q: the sequence's first row
+                     if (g == 0) kernels::prefetch_floats(qkv + at.q, seg.len[b] * at.row);  // at.q: the sequence's first row
                      kernels::AttnShape s = shape;
                      s.Tq = s.Tk = seg.len[b];
                      fn(at, s, scratch);
