@@ -1,6 +1,6 @@
 // Precompiled header: the heavy third-party headers, parsed once per target.
 #pragma once
-#include <torch/torch.h>
+#include "torch_api.h"
 #include <yaml-cpp/yaml.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -2,7 +2,7 @@
 #pragma once
 #include "catch.h"
 
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <map>
 #include <string>

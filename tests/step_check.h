@@ -4,7 +4,7 @@
 // for a scope.
 #pragma once
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <vector>

@@ -1,6 +1,6 @@
 // Rows and batches: per-document and packed layouts, masking, order, rank slices.
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <set>
 

@@ -1,6 +1,6 @@
 // Corpora (garden and text), baselines and the pronoun metric.
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <cmath>

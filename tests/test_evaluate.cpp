@@ -2,7 +2,7 @@
 // Evaluation prepared once against a fresh evaluate after the weights changed, and a corpus's
 // own metric (data/metrics.h) through the evaluation into summary.csv.
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include "data/batch.h"
 #include "data/corpus.h"

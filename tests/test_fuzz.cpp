@@ -5,7 +5,7 @@
 // Seeded and bounded (a few seconds); LMX_FUZZ_SCALE=N runs N times as many inputs.
 #include "catch.h"
 #include <sys/stat.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <chrono>

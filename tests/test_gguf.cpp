@@ -4,7 +4,7 @@
 // the vocabularies (garden words; SentencePiece pieces, scores and types) through the CLI.
 // llama.cpp itself runs the files in scripts/interop/check.sh.
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <cmath>
 #include <cstring>

@@ -2,7 +2,7 @@
 // transformers' LlamaForCausalLM written in PyTorch (scripts/dev/make_fixtures.py), the round
 // trip lmx -> HF -> lmx, refusals, and the verbs that take a folder.
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 // kinds of files is tests/test_fuzz.cpp.)
 #include "catch.h"
 #include <sys/stat.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <cstring>

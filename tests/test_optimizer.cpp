@@ -1,7 +1,7 @@
 // FusedAdamW and clip_grad_norm (train/optimizer.h) against LibTorch's own AdamW and a naive
 // double-precision norm.
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <cmath>
 

@@ -2,7 +2,7 @@
 // run alone through forward (the reference: the plain batch path), the packing of a batch's
 // rows, which models take it, and a padding-free training step against the whole padded batch.
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <vector>
 

@@ -2,7 +2,7 @@
 // more than one thread, and every fused op gives the same bits at 1, 2 and 3 threads (its items
 // are independent; only the GEMMs' sums may differ between thread counts, so none is here).
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <mutex>

@@ -2,7 +2,7 @@
 // longer than the model's context, so the presets train every position their evaluation scores,
 // and evaluation keeps positions no training row reached out of its perplexity.
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <cmath>

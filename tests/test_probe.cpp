@@ -1,7 +1,7 @@
 // lmx probe: every probe runs, and its key numbers match independent references (closed
 // forms, published model sizes, a direct transcription of T5's bucket function).
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <cmath>
 #include <fstream>

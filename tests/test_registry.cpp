@@ -7,7 +7,7 @@
 // documented in docs/USAGE.md.
 #include "catch.h"
 
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <filesystem>
 #include <fstream>

@@ -3,7 +3,7 @@
 // test_train_signals.cpp; output folders, write failures, the memory guard and NaN faults:
 // test_train_guards.cpp; sweep and ablation resume: test_sweep_resume.cpp.
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <filesystem>
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include <ATen/Context.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include "kernels/torch_runtime.h"
 #include "util/runtime.h"

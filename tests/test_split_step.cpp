@@ -6,7 +6,7 @@
 // the same two gradients, so the bits must be the same; with more micro-batches than parts only
 // the order of the sums differs (checked up to rounding).
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <atomic>
 #include <stdexcept>

@@ -1,5 +1,5 @@
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <filesystem>
 #include <fstream>

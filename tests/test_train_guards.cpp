@@ -3,7 +3,7 @@
 // gradient reported as a divergence naming the parameter.
 #include "catch.h"
 #include <signal.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <filesystem>
 

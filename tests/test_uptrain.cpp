@@ -1,6 +1,6 @@
 // MHA -> GQA / MQA conversion (formats/convert.h) and `lmx uptrain`.
 #include "catch.h"
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <filesystem>
 #include <fstream>

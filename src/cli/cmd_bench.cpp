@@ -3,7 +3,7 @@
 // lmx bench --peak   this machine's single-precision matmul peak (at the --threads given)
 #include <fmt/format.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <chrono>

@@ -3,7 +3,7 @@
 // same GQA / MQA models trained from scratch with the checkpoint's full budget.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 #include <unistd.h>
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 #include "cli/export_reference.h"
 
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <nlohmann/json.hpp>
 

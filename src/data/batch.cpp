@@ -1,7 +1,7 @@
 #include "data/batch.h"
 
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #include "data/pronoun.h"
 
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <fmt/format.h>
 

@@ -33,7 +33,7 @@
 #endif
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <signal.h>
 #include <unistd.h>

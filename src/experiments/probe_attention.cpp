@@ -1,7 +1,7 @@
 // Lecture 03 probes: KV-cache decoding vs full recomputation, MLA's absorbed path and the
 // RoPE problem it has, and the KV-cache table of published models (model/sizes.h).
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <filesystem>

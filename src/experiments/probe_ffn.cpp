@@ -1,7 +1,7 @@
 // Lecture 01 probes: activation functions, FFN parameter counts, hidden-layer sparsity.
 // The activations are the model's own (model/ffn.h `activation`), evaluated in float64.
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <cmath>
 

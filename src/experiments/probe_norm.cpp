@@ -1,7 +1,7 @@
 // Lecture 02 probes: norm invariances, and gradient norms at initialization for post- vs
 // pre-norm models of several depths.
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <cmath>
 

@@ -2,7 +2,7 @@
 // and the T5 bucket table. RoPE is the model's RoPEImpl (model/position/rope.h); a vector
 // is rotated to position p by rotate(x (1, 1, D), start = p).
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 #include "infer/decoder.h"
 
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <cmath>

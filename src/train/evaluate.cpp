@@ -2,7 +2,7 @@
 
 #include "kernels/precision.h"
 
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <cmath>

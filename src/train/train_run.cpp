@@ -2,7 +2,7 @@
 // check, the model, the optimizer, the resume state, the output files), the step loop (step,
 // evaluate, checkpoint, interrupt), finish (final checkpoint and test evaluation).
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <cmath>
 #include <filesystem>

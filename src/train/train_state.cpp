@@ -1,7 +1,7 @@
 #include "train/train_state.h"
 
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 

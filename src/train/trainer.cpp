@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/resource.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 #include <unistd.h>
 
 #include <algorithm>
