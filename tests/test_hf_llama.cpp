@@ -200,6 +200,11 @@ TEST_CASE("lmx export --hf, then eval, generate and train --init-from take the f
   auto g2 = lmx::test::run_lmx("-q generate " + dir.file("hf") + " --prompt \"the girl\" --temperature 0 --max-new 8");
   REQUIRE(g2.code == 0);
   CHECK(g1.output == g2.output);
+  // --max-new past the context: generation stops there and says where and why.
+  auto full = lmx::test::run_lmx("generate " + ck + " --temperature 0 --ignore-eos --max-new 100000");
+  INFO(full.output);
+  CHECK(full.code == 0);
+  CHECK_THAT(full.output, Catch::Contains("of --max-new 100000 tokens: the context is full"));
   auto t = lmx::test::run_lmx("-q train configs/llama.yaml --set train.steps=2 " + tiny + " --init-from " +
                               dir.file("hf") + " --out " + dir.file("ft"));
   INFO(t.output);

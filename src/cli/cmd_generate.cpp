@@ -2,7 +2,7 @@
 // engine (infer/decoder.h) where it runs the model, else through the modules with the KV cache
 // (--no-cache: recomputing the prefix at every token).
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include "torch_api.h"
 
 #include <chrono>
 #include <cmath>
@@ -104,6 +104,14 @@ int run_generate(const GenerateOptions& o, const Globals& g) {
   if (const size_t n = tokens.size() - prompt_len; n > 1)  // scripts/interop/speed.sh reads this line
     log::info("generate", "{} tokens after the first in {:.4f} s: {:.1f} tokens/s", n - 1, seconds,
               static_cast<double>(n - 1) / seconds);
+  // Where and why it stopped, when before --max-new tokens.
+  if (const int n = static_cast<int>(tokens.size() - prompt_len); n < o.max_new) {
+    if (n > 0 && tokens.back() == corpus.vocab.eos && !o.ignore_eos)
+      log::info("generate", "stopped at <eos> after {} of --max-new {} tokens (--ignore-eos goes on past it)", n, o.max_new);
+    else
+      log::warn("generate", "stopped after {} of --max-new {} tokens: the context is full ({} tokens with the prompt's {}, "
+                "the model's max_seq_len)", n, o.max_new, tokens.size(), prompt_len);
+  }
   data::Doc prompt(tokens.begin(), tokens.begin() + prompt_len);
   data::Doc cont(tokens.begin() + prompt_len, tokens.end());
   std::cout << corpus.vocab.decode(prompt) << " | " << corpus.vocab.decode(cont) << "\n";
