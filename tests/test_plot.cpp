@@ -152,6 +152,30 @@ TEST_CASE("lmx plot draws a sweep's curves and its metric from the runs' own num
   }
   REQUIRE(metric[1].size() == 4);
   for (const auto& row : metric[1]) CHECK(std::stod(row[3]) == Approx(cell(row[1], row[2])).epsilon(1e-5));
+  // The floor per point: summary.csv's true test perplexity (the same test split for both).
+  const int true_ppl = column(summary, "true_test_ppl");
+  REQUIRE(true_ppl >= 0);
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(metric[0][i].size() == 7);
+    for (const auto& r : summary.rows)
+      if (r[0] == names[i] && r[1] == "mean") CHECK(std::stod(metric[0][i][6]) == Approx(std::stod(r[true_ppl])).epsilon(1e-5));
+  }
+  CHECK_THAT(lmx::test::read_file(out + "/test_ppl.gp"), Catch::Contains("(the floor)"));
+
+  // The loss figure's floors: each split's NLL under the truth, as the runs' metrics.csv wrote it.
+  const auto floor = dat_blocks(out + "/loss_floor.dat");
+  REQUIRE(floor.size() == 1);
+  REQUIRE(floor[0].size() == 4);  // train and val, for relu and gelu
+  for (const auto& row : floor[0]) {
+    const auto& files = row[1] == "model.ffn=relu" ? relu_files : gelu_files;
+    const auto values = by_step(files, row[0] == "train" ? "train_true_nll" : "val_true_nll");
+    REQUIRE(values.size() == 2);  // at the evaluations, steps 4 and 8
+    CHECK(std::stod(row[2]) == Approx(values.begin()->second.front()).epsilon(1e-5));
+    CHECK(std::stod(row[2]) > 0.5);  // a garden world's floor, nats per token
+    CHECK(std::stod(row[2]) < 3.0);
+  }
+  const std::string loss_gp = lmx::test::read_file(out + "/loss.gp");
+  CHECK_THAT(loss_gp, Catch::Contains("true NLL of the training split") && Catch::Contains("true NLL of the validation split"));
 
   for (const char* png : {"/loss.png", "/test_ppl.png"}) {
     const auto [size, colours] = decode_png(out + png);
@@ -194,4 +218,69 @@ TEST_CASE("lmx plot takes train folders side by side, writes SVG, and refuses wh
     CHECK(r.code == 2);
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') <= 2);  // error + hint
   }
+}
+
+TEST_CASE("lmx plot draws an extrapolate folder's NLL by position and an ablation's steps in order", "[plot][cli]") {
+  TempDir dir;
+  const std::string small = " --set data.train_docs=100 --set data.val_docs=20 --set data.test_docs=20";
+  const std::string ex = dir.file("ex");
+  auto run = lmx::test::run_lmx("-q extrapolate --positions rope,learned --train-len 16 --test-len 64 --steps 4 --seeds 0,1" +
+                                small + " --out '" + ex + "'");
+  INFO(run.output);
+  REQUIRE(run.code == 0);
+  auto plot = lmx::test::run_lmx("-q plot '" + ex + "'");
+  INFO(plot.output);
+  REQUIRE(plot.code == 0);
+  // One block per encoding, then the truth: by_position.csv's rows averaged over the seeds.
+  const auto blocks = dat_blocks(ex + "/nll_by_position.dat");
+  REQUIRE(blocks.size() == 3);
+  Table t = read_csv(ex + "/by_position.csv");
+  const int pos = column(t, "position"), range = column(t, "range"), nll = column(t, "nll"), truth = column(t, "true_nll");
+  const char* encodings[] = {"rope", "learned"};
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<std::string> ranges = {"0-15", "16-31", "32-63"};
+    REQUIRE(blocks[k].size() == ranges.size());
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      std::vector<double> want;
+      for (const auto& r : t.rows)
+        if (r[range] == ranges[i] && (k == 2 || r[pos] == encodings[k])) want.push_back(std::stod(r[k == 2 ? truth : nll]));
+      REQUIRE(!want.empty());
+      double sum = 0;
+      for (double v : want) sum += v;
+      const auto& row = blocks[k][i];
+      CHECK(row[0] + "-" + row[1] == ranges[i]);
+      CHECK(std::stoi(row[3]) == static_cast<int>(want.size()));
+      CHECK(std::stod(row[4]) == Approx(sum / want.size()).epsilon(1e-5));
+    }
+  }
+  const std::string gp = lmx::test::read_file(ex + "/nll_by_position.gp");
+  CHECK_THAT(gp, Catch::Contains("set arrow from 16, graph 0") && Catch::Contains("training length 16") &&
+                     Catch::Contains("true NLL (the floor)"));
+  const auto [size, colours] = decode_png(ex + "/nll_by_position.png");
+  CHECK(size == std::make_pair(1100, 480));
+  CHECK(colours > 10);
+
+  // An ablation: the metric per step, in the order of ablation.csv.
+  const std::string ab = dir.file("ab");
+  run = lmx::test::run_lmx("-q ablate --one-at-a-time --order ffn,norm --jobs 2 --set train.steps=2 --set train.eval_every=0" +
+                           small + " --out '" + ab + "'");
+  INFO(run.output);
+  REQUIRE(run.code == 0);
+  plot = lmx::test::run_lmx("-q plot '" + ab + "'");
+  INFO(plot.output);
+  REQUIRE(plot.code == 0);
+  Table steps = read_csv(ab + "/ablation.csv");
+  const auto metric = dat_blocks(ab + "/test_ppl.dat");
+  REQUIRE(metric.size() == 2);
+  REQUIRE(metric[0].size() == steps.rows.size());
+  REQUIRE(steps.rows.size() == 3);  // the start, then ffn, then norm
+  for (size_t i = 0; i < steps.rows.size(); ++i) CHECK(metric[0][i][1].rfind(steps.rows[i][0] + " ", 0) == 0);
+  CHECK_THAT(lmx::test::read_file(ab + "/test_ppl.gp"), Catch::Contains("ablation step, in order"));
+
+  // --out that cannot be created: one line naming the flag and the path, exit 2.
+  auto bad = lmx::test::run_lmx("-q plot '" + ab + "' --out /proc/lmx-plot-cannot-be-here");
+  INFO(bad.output);
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("--out /proc/lmx-plot-cannot-be-here: cannot create the folder"));
+  CHECK(std::count(bad.output.begin(), bad.output.end(), '\n') <= 2);  // error + hint
 }

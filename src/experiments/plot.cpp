@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "train/summary.h"
 #include "util/csv.h"
@@ -191,9 +192,57 @@ std::string curve_block(const std::string& label, const std::vector<CurvePoint>&
 
 std::string seeds_text(size_t n) { return n == 1 ? "1 seed" : fmt::format("{} seeds", n); }
 
-// A panel of curves (index k of the data file = series k), with its min-max band.
+// The floor of a panel: per series, the split's NLL under the truth (metrics.csv's
+// val_true_nll / train_true_nll at each evaluation, the same at every one) averaged over its
+// seeds; NaN where the runs have none (a text corpus, or runs written before the column).
+std::vector<double> floors(const std::vector<Series>& series, const std::string& column_name) {
+  std::vector<double> out;
+  for (const auto& s : series) {
+    std::vector<double> values;
+    for (const auto& file : s.metrics) {
+      const Table t = read_csv(file);
+      const int col = column(t, column_name);
+      if (col < 0) continue;
+      for (const auto& r : t.rows)
+        if (r.size() > static_cast<size_t>(col) && std::isfinite(number(r[col]))) values.push_back(number(r[col]));
+    }
+    out.push_back(values.empty() ? std::nan("") : stats(values).mean);
+  }
+  return out;
+}
+
+// Whether every finite value is the same (to the 6 digits metrics.csv writes) and one is finite.
+bool one_value(const std::vector<double>& v) {
+  double first = std::nan("");
+  for (double x : v) {
+    if (!std::isfinite(x)) continue;
+    if (std::isnan(first)) first = x;
+    else if (std::fabs(x - first) > 1e-6 * std::max(1.0, std::fabs(first))) return false;
+  }
+  return std::isfinite(first);
+}
+
+// The floor lines of a panel: one black dashed line with its value when every series shares it
+// (the same split), else a dashed line per series in its colour.
+std::vector<std::string> floor_lines(const std::vector<Series>& series, const std::vector<double>& floor,
+                                     const std::string& what) {
+  std::vector<std::string> parts;
+  if (one_value(floor)) {
+    const double v = *std::find_if(floor.begin(), floor.end(), [](double x) { return std::isfinite(x); });
+    parts.push_back(fmt::format("{:.6g} with lines dt 2 lw 1.4 lc rgb 'black' title {}", v,
+                                quoted(fmt::format("{} {:.4f} (the floor)", what, v))));
+    return parts;
+  }
+  for (size_t k = 0; k < series.size(); ++k)
+    if (std::isfinite(floor[k]))
+      parts.push_back(fmt::format("{:.6g} with lines dt 2 lw 1.2 lc {} title {}", floor[k], k + 1,
+                                  quoted(fmt::format("{}: {} {:.4f}", clean(series[k].label), what, floor[k]))));
+  return parts;
+}
+
+// A panel of curves (index k of the data file = series k), with its min-max band and the floor.
 std::string curve_plot(const std::string& data, const std::vector<Series>& series, const std::vector<bool>& has,
-                       bool points) {
+                       bool points, const std::vector<double>& floor, const std::string& what) {
   std::vector<std::string> parts;
   for (size_t k = 0; k < series.size(); ++k) {
     if (!has[k]) continue;
@@ -203,6 +252,7 @@ std::string curve_plot(const std::string& data, const std::vector<Series>& serie
     parts.push_back(fmt::format("{} index {} using 1:3 with {} lw 1.6 lc {} title {}", quoted(data), k,
                                 points ? "linespoints pt 7 ps 0.5" : "lines", k + 1, quoted(label)));
   }
+  for (auto& line : floor_lines(series, floor, what)) parts.push_back(std::move(line));
   return "plot " + fmt::format("{}", fmt::join(parts, ", \\\n     ")) + "\n";
 }
 
@@ -230,6 +280,13 @@ Figure loss_figure(const std::vector<Series>& series, const PlotOptions& o, cons
   const std::string header = "# step\tseeds\tmean\tmin\tmax (one block per line of the figure)\n";
   write_file_atomic((out / "loss_train.dat").string(), header + train_dat);
   write_file_atomic((out / "loss_val.dat").string(), header + val_dat);
+  // The floors drawn: the training and validation splits' per-token NLL under the truth.
+  const std::vector<double> train_floor = floors(series, "train_true_nll"), val_floor = floors(series, "val_true_nll");
+  std::string floor_dat = "# panel\tline\ttrue_nll (the split's NLL under the truth, mean over the seeds)\n";
+  for (size_t k = 0; k < series.size(); ++k)
+    for (const auto& [panel, f] : {std::pair{"train", &train_floor}, std::pair{"val", &val_floor}})
+      if (std::isfinite((*f)[k])) floor_dat += fmt::format("{}\t{}\t{:.6g}\n", panel, clean(series[k].label), (*f)[k]);
+  write_file_atomic((out / "loss_floor.dat").string(), floor_dat);
   const bool any_val = std::find(has_val.begin(), has_val.end(), true) != has_val.end();
   std::string gp = std::string(kColours) + "set datafile separator '\\t'\nset termoption noenhanced\nset grid\nset key top right\n";
   gp += any_val ? fmt::format("set multiplot layout 1,2 title {}\n",
@@ -237,10 +294,10 @@ Figure loss_figure(const std::vector<Series>& series, const PlotOptions& o, cons
                 : fmt::format("set title {}\n", quoted(title_of(series, o) + ": training loss, mean over seeds (band: min to max)"));
   gp += "set xlabel 'step'\nset ylabel 'loss (nats per token)'\n";
   if (any_val) gp += "set title 'training loss (per step)'\n";
-  gp += curve_plot("loss_train.dat", series, has_train, false);
+  gp += curve_plot("loss_train.dat", series, has_train, false, train_floor, "true NLL of the training split");
   if (any_val) {
     gp += "set title 'validation loss'\n";
-    gp += curve_plot("loss_val.dat", series, has_val, true);
+    gp += curve_plot("loss_val.dat", series, has_val, true, val_floor, "true NLL of the validation split");
     gp += "unset multiplot\n";
   }
   return {"loss", gp};
@@ -251,7 +308,16 @@ struct PointValues {
   std::string name;
   std::vector<std::pair<std::string, double>> seeds;  // seed, value
   double mean = std::nan(""), lo = std::nan(""), hi = std::nan("");
+  double truth = std::nan("");  // the metric's floor (true_test_ppl's mean; its log for test_loss)
 };
+
+// The summary.csv column holding a metric's floor and how it maps onto the metric: the true
+// perplexity of the test split for test_ppl, its log for test_loss; none for the others.
+std::pair<std::string, bool> floor_column(const std::string& metric) {
+  if (metric == "test_ppl") return {"true_test_ppl", false};
+  if (metric == "test_loss") return {"true_test_ppl", true};
+  return {"", false};
+}
 
 std::vector<PointValues> summary_points(const std::vector<std::string>& paths, const std::string& metric) {
   std::vector<PointValues> points;
@@ -261,6 +327,8 @@ std::vector<PointValues> summary_points(const std::vector<std::string>& paths, c
     if (!fs::is_regular_file(summary, ec)) continue;
     const Table t = read_csv(summary.string());
     const int col = column(t, metric), status = column(t, "status");
+    const auto [floor_name, floor_log] = floor_column(metric);
+    const int floor_col = floor_name.empty() ? -1 : column(t, floor_name);
     if (col < 0) throw InputError(fmt::format("{}: no column '{}'", summary.string(), metric), "see the header of summary.csv");
     auto point = [&](const std::string& name) -> PointValues& {
       for (auto& p : points)
@@ -272,7 +340,11 @@ std::vector<PointValues> summary_points(const std::vector<std::string>& paths, c
       if (r.size() <= static_cast<size_t>(std::max(col, status)) || r.size() < 2) continue;
       PointValues& p = point(r[0]);
       const double v = number(r[col]);
-      if (r[1] == "mean") p.mean = v;
+      if (r[1] == "mean") {
+        p.mean = v;
+        if (floor_col >= 0 && r.size() > static_cast<size_t>(floor_col))
+          p.truth = floor_log ? std::log(number(r[floor_col])) : number(r[floor_col]);
+      }
       else if (r[1] == "ci95_lo") p.lo = v;
       else if (r[1] == "ci95_hi") p.hi = v;
       else if (!r[1].empty() && std::isdigit(static_cast<unsigned char>(r[1][0])) && r[status] == "ok" && std::isfinite(v))
@@ -282,13 +354,22 @@ std::vector<PointValues> summary_points(const std::vector<std::string>& paths, c
   return points;
 }
 
+// An lmx ablate folder (its ablation.csv): the points are its steps, each keeping the ones before.
+bool is_ablation(const PlotOptions& o) {
+  std::error_code ec;
+  return o.paths.size() == 1 && fs::is_regular_file(fs::path(o.paths[0]) / "ablation.csv", ec);
+}
+
 // METRIC: each point's seeds and mean with its 95% interval (summary.csv's), the points in order.
 Figure metric_figure(const std::vector<PointValues>& points, const PlotOptions& o, const fs::path& out) {
-  std::string dat = "# x\tpoint\tseeds\tmean\tci95_lo\tci95_hi\n";
+  std::string dat = "# x\tpoint\tseeds\tmean\tci95_lo\tci95_hi\ttrue (the floor: summary.csv's true_test_ppl)\n";
+  std::vector<double> truths;
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
     auto cell = [](double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : std::string("NaN"); };
-    dat += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", i, clean(p.name), p.seeds.size(), cell(p.mean), cell(p.lo), cell(p.hi));
+    dat += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\n", i, clean(p.name), p.seeds.size(), cell(p.mean), cell(p.lo),
+                       cell(p.hi), cell(p.truth));
+    truths.push_back(p.truth);
   }
   dat += "\n\n# x\tpoint\tseed\tvalue\n";
   for (size_t i = 0; i < points.size(); ++i)
@@ -300,14 +381,134 @@ Figure metric_figure(const std::vector<PointValues>& points, const PlotOptions& 
   std::string gp = std::string(kColours) + "set datafile separator '\\t'\nset termoption noenhanced\nset grid ytics\nset key top right\n";
   gp += fmt::format("set title {}\n", quoted(fmt::format("{}: {} per point, mean and 95% interval of the mean over "
                                                          "its seeds (up to {})", title_of({}, o), o.metric, most)));
-  gp += fmt::format("set xlabel 'grid point'\nset ylabel {}\nset xrange [-0.5:{}]\nset xtics rotate by -25\n", quoted(o.metric),
-                    static_cast<double>(points.size()) - 0.5);
+  gp += fmt::format("set xlabel {}\nset ylabel {}\nset xrange [-0.5:{}]\nset xtics rotate by -25\n",
+                    quoted(is_ablation(o) ? "ablation step, in order (each keeps the changes before it)" : "grid point"),
+                    quoted(o.metric), static_cast<double>(points.size()) - 0.5);
   // The y range padded (the top for the key), so that no seed sits on the frame or under the key.
+  // The floor: one dashed line with its value when every point shares it (the same test split),
+  // else a mark per point.
+  std::string floor;
+  const std::string what = o.metric == "test_loss" ? "true NLL" : "true ppl";
+  if (one_value(truths)) {
+    const double v = *std::find_if(truths.begin(), truths.end(), [](double x) { return std::isfinite(x); });
+    floor = fmt::format(", \\\n     {:.6g} with lines dt 2 lw 1.4 lc rgb 'black' title {}", v,
+                        quoted(fmt::format("{} {:.4f} (the floor)", what, v)));
+  } else if (std::any_of(truths.begin(), truths.end(), [](double x) { return std::isfinite(x); })) {
+    floor = fmt::format(", \\\n     {} index 0 using 1:7 with points pt 2 ps 1.2 lc rgb 'black' title {}", quoted(file),
+                        quoted(what + " per point (the floor)"));
+  }
   gp += fmt::format("set bmargin 5\nset offsets 0, 0, graph 0.15, graph 0.05\nplot {} index 0 using 1:4:5:6:xticlabels(2) with yerrorbars pt 7 ps 1.2 lw 1.6 lc 1 "
                     "title 'mean, 95% interval', \\\n     {} index 1 using ($1 + 0.12):4 with points pt 6 ps 0.8 lc 2 "
-                    "title 'seeds'\n",
-                    quoted(file), quoted(file));
+                    "title 'seeds'{}\n",
+                    quoted(file), quoted(file), floor);
   return {o.metric, gp};
+}
+
+// The training length of an lmx extrapolate folder: data.seq_len in the config.yaml of its first
+// encoding's first seed (extrapolate sets it to --train-len); 0 when there is none.
+int extrapolate_train_len(const fs::path& dir, const std::string& encoding) {
+  for (const auto& seed : sorted_subdirs(dir / encoding)) {
+    std::error_code ec;
+    const fs::path cfg = seed / "config.yaml";
+    if (!fs::is_regular_file(cfg, ec)) continue;
+    try {
+      const YAML::Node n = YAML::LoadFile(cfg.string());
+      if (n["data"] && n["data"]["seq_len"]) return n["data"]["seq_len"].as<int>();
+    } catch (const YAML::Exception&) {
+    }
+  }
+  return 0;
+}
+
+// nll_by_position: an lmx extrapolate folder's by_position.csv drawn, the mean NLL over the seeds
+// per position range and encoding (band: min to max), the true NLL of the same targets, and the
+// training length marked. Empty stem when the folder has no by_position.csv.
+Figure position_figure(const fs::path& dir, const PlotOptions& o, const fs::path& out) {
+  std::error_code ec;
+  const fs::path csv = dir / "by_position.csv";
+  if (!fs::is_regular_file(csv, ec)) return {};
+  const Table t = read_csv(csv.string());
+  const int enc = column(t, "position"), range = column(t, "range"), nll = column(t, "nll"), truth = column(t, "true_nll");
+  if (enc < 0 || range < 0 || nll < 0 || truth < 0)
+    throw InputError(fmt::format("{}: not an lmx extrapolate table (position, range, nll, true_nll)", csv.string()));
+  struct Range {
+    std::string name;
+    double lo = 0, hi = 0;
+    std::vector<double> nll, truth;
+  };
+  std::vector<std::pair<std::string, std::vector<Range>>> encodings;  // in the table's order
+  for (const auto& r : t.rows) {
+    if (r.size() <= static_cast<size_t>(std::max({enc, range, nll, truth}))) continue;
+    auto e = std::find_if(encodings.begin(), encodings.end(), [&](const auto& x) { return x.first == r[enc]; });
+    if (e == encodings.end()) {
+      encodings.emplace_back(r[enc], std::vector<Range>{});
+      e = std::prev(encodings.end());
+    }
+    auto g = std::find_if(e->second.begin(), e->second.end(), [&](const Range& x) { return x.name == r[range]; });
+    if (g == e->second.end()) {
+      Range fresh;
+      fresh.name = r[range];
+      const size_t dash = r[range].find('-');
+      fresh.lo = number(r[range].substr(0, dash));
+      fresh.hi = dash == std::string::npos ? fresh.lo : number(r[range].substr(dash + 1));
+      g = e->second.insert(e->second.end(), fresh);
+    }
+    g->nll.push_back(number(r[nll]));
+    g->truth.push_back(number(r[truth]));
+  }
+  if (encodings.empty()) throw InputError(fmt::format("{}: no rows", csv.string()), "lmx extrapolate writes it as it goes");
+  // The truth per range over every encoding and seed (the same test targets for all of them).
+  std::map<std::string, std::vector<double>> truth_of;
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [name, ranges] : encodings)
+    for (const auto& g : ranges) {
+      auto& v = truth_of[g.name];
+      if (v.empty()) order.emplace_back(g.lo, g.name);
+      v.insert(v.end(), g.truth.begin(), g.truth.end());
+    }
+  std::sort(order.begin(), order.end());
+  std::string dat = "# lo\thi\tx (the range's middle)\tseeds\tmean\tmin\tmax (one block per encoding, then the truth)\n";
+  for (const auto& [name, ranges] : encodings) {
+    dat += fmt::format("# {}\n", clean(name));
+    for (const auto& g : ranges) {
+      const Stats st = stats(g.nll);
+      dat += fmt::format("{}\t{}\t{}\t{}\t{:.6g}\t{:.6g}\t{:.6g}\n", g.lo, g.hi, (g.lo + g.hi + 1) / 2, st.n, st.mean,
+                         st.min, st.max);
+    }
+    dat += "\n\n";
+  }
+  dat += "# true NLL\n";
+  for (const auto& [lo, name] : order) {
+    const Stats st = stats(truth_of[name]);
+    const size_t dash = name.find('-');
+    const double hi = dash == std::string::npos ? lo : number(name.substr(dash + 1));
+    dat += fmt::format("{}\t{}\t{}\t{}\t{:.6g}\t{:.6g}\t{:.6g}\n", lo, hi, (lo + hi + 1) / 2, st.n, st.mean, st.min, st.max);
+  }
+  write_file_atomic((out / "nll_by_position.dat").string(), dat);
+
+  int train_len = extrapolate_train_len(dir, encodings.front().first);
+  if (train_len <= 0) train_len = static_cast<int>(encodings.front().second.front().hi) + 1;  // the first range's end
+  std::string gp = std::string(kColours) + "set datafile separator '\\t'\nset termoption noenhanced\nset grid\nset key top left\n";
+  gp += fmt::format("set title {}\n", quoted(fmt::format("{}: NLL by position, trained at length {}, mean over seeds "
+                                                         "(band: min to max)", title_of({}, o), train_len)));
+  gp += "set xlabel 'target position (middle of each range; log scale)'\nset ylabel 'NLL (nats per token)'\n"
+        "set logscale x 2\n";
+  gp += fmt::format("set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 3 lw 1.4 lc rgb 'gray40'\n"
+                    "set label {1} at {0}, graph 0.96 offset 0.6, 0 tc rgb 'gray30'\n",
+                    train_len, quoted(fmt::format("training length {}", train_len)));
+  std::vector<std::string> parts;
+  const std::string file = quoted("nll_by_position.dat");
+  for (size_t k = 0; k < encodings.size(); ++k) {
+    parts.push_back(fmt::format("{} index {} using 3:6:7 with filledcurves fs transparent solid 0.15 noborder lc {} notitle",
+                                file, k, k + 1));
+    parts.push_back(fmt::format("{} index {} using 3:5 with linespoints pt 7 ps 0.7 lw 1.6 lc {} title {}", file, k,
+                                k + 1, quoted(clean(encodings[k].first))));
+  }
+  parts.push_back(fmt::format("{} index {} using 3:5 with linespoints dt 2 pt 1 lw 1.4 lc rgb 'black' title "
+                              "'true NLL (the floor)'",
+                              file, encodings.size()));
+  gp += "plot " + fmt::format("{}", fmt::join(parts, ", \\\n     ")) + "\n";
+  return {"nll_by_position", gp};
 }
 
 std::vector<std::string> draw(const Figure& f, const PlotOptions& o, const fs::path& out) {
@@ -371,13 +572,27 @@ std::vector<std::string> plot_runs(const PlotOptions& o) {
     throw InputError(fmt::format("--format {}: valid: png, svg, both", o.format));
   const std::vector<Series> series = find_series(o.paths);
   const fs::path out = o.out.empty() ? fs::path(o.paths.front()) : fs::path(o.out);
-  const std::vector<PointValues> points = summary_points(o.paths, o.metric);  // checks --metric before writing
-  fs::create_directories(out);
-  std::vector<std::string> written = draw(loss_figure(series, o, out), o, out);
-  if (points.size() >= 2) {
-    auto more = draw(metric_figure(points, o, out), o, out);
-    written.insert(written.end(), more.begin(), more.end());
+  std::vector<PointValues> points = summary_points(o.paths, o.metric);  // checks --metric before writing
+  // An lmx ablate folder: its steps in order (their names start with the step's number).
+  std::error_code ec;
+  if (is_ablation(o))
+    std::stable_sort(points.begin(), points.end(), [](const PointValues& a, const PointValues& b) {
+      return std::atoi(a.name.c_str()) < std::atoi(b.name.c_str());
+    });
+  try {
+    fs::create_directories(out);
+  } catch (const fs::filesystem_error& e) {
+    throw InputError(fmt::format("{} {}: cannot create the folder: {}", o.out.empty() ? "plot folder" : "--out",
+                                 out.string(), e.code().message()),
+                     "give --out a folder that can be written to");
   }
+  if (!fs::is_directory(out, ec))
+    throw InputError(fmt::format("--out {}: not a folder", out.string()), "give --out a folder that can be written to");
+  std::vector<std::string> written = draw(loss_figure(series, o, out), o, out);
+  auto add = [&](const std::vector<std::string>& more) { written.insert(written.end(), more.begin(), more.end()); };
+  if (points.size() >= 2) add(draw(metric_figure(points, o, out), o, out));
+  if (o.paths.size() == 1)
+    if (Figure f = position_figure(o.paths[0], o, out); !f.stem.empty()) add(draw(f, o, out));
   return written;
 }
 

@@ -1,12 +1,19 @@
 // lmx plot: figures of one's own runs, drawn by gnuplot as the lecture's figures are. From run,
 // sweep, ablate and extrapolate folders:
 //   loss.png        training and validation loss against step, one line per config or grid
-//                   point: the mean over its seeds, with a band from the lowest to the highest;
+//                   point: the mean over its seeds, with a band from the lowest to the highest,
+//                   and each split's floor (its per-token NLL under the truth, metrics.csv's
+//                   train_true_nll / val_true_nll; the garden world) as a dashed line with its value;
 //   METRIC.png      (folders holding two or more configs or grid points) a summary.csv metric
 //                   per grid point: each seed's value and the mean with the 95% interval of the
-//                   mean that summary.csv holds (ci95_lo / ci95_hi).
+//                   mean that summary.csv holds (ci95_lo / ci95_hi), and for test_ppl / test_loss
+//                   the true perplexity / NLL of the test split; an ablate folder's steps in order;
+//   nll_by_position.png  (an extrapolate folder) by_position.csv: the NLL per position range and
+//                   encoding, mean over seeds with a min-max band, the true NLL of the same
+//                   targets, and the training length marked.
 // The numbers gnuplot draws are written first, tab-separated, beside the figures (loss_train.dat,
-// loss_val.dat, METRIC.dat), with the gnuplot script that draws them (*.gp: edit and rerun it).
+// loss_val.dat, loss_floor.dat, METRIC.dat, nll_by_position.dat), with the gnuplot script that
+// draws them (*.gp: edit and rerun it).
 #pragma once
 #include <cstdint>
 #include <string>
