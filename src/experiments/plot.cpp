@@ -21,6 +21,9 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "config/config.h"
+#include "data/baselines.h"
+#include "data/corpus.h"
 #include "train/summary.h"
 #include "util/csv.h"
 #include "util/error.h"
@@ -192,9 +195,9 @@ std::string curve_block(const std::string& label, const std::vector<CurvePoint>&
 
 std::string seeds_text(size_t n) { return n == 1 ? "1 seed" : fmt::format("{} seeds", n); }
 
-// The floor of a panel: per series, the split's NLL under the truth (metrics.csv's
-// val_true_nll / train_true_nll at each evaluation, the same at every one) averaged over its
-// seeds; NaN where the runs have none (a text corpus, or runs written before the column).
+// The validation panel's floor: per series, the split's NLL under the truth (metrics.csv's
+// val_true_nll at each evaluation, the same at every one) averaged over its seeds; NaN where the
+// runs have none (a text corpus, or runs written before the column).
 std::vector<double> floors(const std::vector<Series>& series, const std::string& column_name) {
   std::vector<double> out;
   for (const auto& s : series) {
@@ -207,6 +210,38 @@ std::vector<double> floors(const std::vector<Series>& series, const std::string&
         if (r.size() > static_cast<size_t>(col) && std::isfinite(number(r[col]))) values.push_back(number(r[col]));
     }
     out.push_back(values.empty() ? std::nan("") : stats(values).mean);
+  }
+  return out;
+}
+
+// The training panel's floor: per series, the training split's per-token NLL under the truth,
+// computed from the corpus its first run's config.yaml builds (the garden world: generated, not
+// read; one corpus per distinct data config); NaN without a truth or a config.yaml.
+std::vector<double> train_floors(const std::vector<Series>& series) {
+  std::map<std::string, double> by_data;
+  std::vector<double> out;
+  for (const auto& s : series) {
+    double floor = std::nan("");
+    std::error_code ec;
+    const fs::path cfg_file = s.metrics.empty() ? fs::path() : fs::path(s.metrics.front()).parent_path() / "config.yaml";
+    if (!cfg_file.empty() && fs::is_regular_file(cfg_file, ec)) {
+      try {
+        const Config cfg = load_config(cfg_file.string());
+        if (parse_option<DataKind>(cfg.data.kind) == DataKind::Garden) {
+          const std::string key = to_yaml(cfg);
+          auto it = by_data.find(key);
+          if (it == by_data.end()) {
+            const data::Corpus corpus = data::load_corpus(cfg.data);
+            int64_t tokens = 0;
+            const double sum = corpus.truth ? data::true_nll_sum(*corpus.truth, corpus.train, &tokens) : 0;
+            it = by_data.emplace(key, tokens > 0 ? sum / static_cast<double>(tokens) : std::nan("")).first;
+          }
+          floor = it->second;
+        }
+      } catch (const Error&) {  // a config this lmx cannot read: no floor drawn
+      }
+    }
+    out.push_back(floor);
   }
   return out;
 }
@@ -281,7 +316,7 @@ Figure loss_figure(const std::vector<Series>& series, const PlotOptions& o, cons
   write_file_atomic((out / "loss_train.dat").string(), header + train_dat);
   write_file_atomic((out / "loss_val.dat").string(), header + val_dat);
   // The floors drawn: the training and validation splits' per-token NLL under the truth.
-  const std::vector<double> train_floor = floors(series, "train_true_nll"), val_floor = floors(series, "val_true_nll");
+  const std::vector<double> train_floor = train_floors(series), val_floor = floors(series, "val_true_nll");
   std::string floor_dat = "# panel\tline\ttrue_nll (the split's NLL under the truth, mean over the seeds)\n";
   for (size_t k = 0; k < series.size(); ++k)
     for (const auto& [panel, f] : {std::pair{"train", &train_floor}, std::pair{"val", &val_floor}})

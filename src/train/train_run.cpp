@@ -9,7 +9,6 @@
 #include <fstream>
 #include <optional>
 
-#include "data/baselines.h"
 #include "data/batch.h"
 #include "data/tokenizer.h"
 #include "dist/dist.h"
@@ -63,7 +62,6 @@ struct Training {
   std::optional<CsvAppender> metrics;  // rank 0
   EvalOptions val_opt, test_opt;
   std::optional<Evaluation> val_eval;  // built at the first validation, reused by the later ones
-  double train_true_nll = NAN;         // the training split's per-token NLL under the truth (its floor)
   RunResult res;
 };
 
@@ -176,7 +174,7 @@ void open_run_outputs(Training& tr) {
   if (tr.writer)
     tr.metrics.emplace(tr.metrics_path,
                        std::vector<std::string>{"step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s",
-                                                "val_loss", "val_ppl", "val_true_nll", "train_true_nll"},
+                                                "val_loss", "val_ppl", "val_true_nll"},
                        /*append=*/tr.opt.resume);
 }
 
@@ -191,13 +189,6 @@ void prepare_run_evaluation(Training& tr) {
       log::warn("train", "{} {} targets lie at positions >= {}, which no training row reaches: kept out of its loss "
                 "({})", n, data::split_name(s), tr.val_opt.trained_len,
                 s == data::Split::Test ? "reported apart: summary.csv test_untrained_*" : "and out of val ppl");
-  // The floors metrics.csv writes beside the losses (lmx plot draws them): the validation
-  // split's comes with each evaluation, the training split's is this.
-  if (tr.writer && tr.corpus.truth) {
-    int64_t tokens = 0;
-    const double sum = data::true_nll_sum(*tr.corpus.truth, tr.corpus.train, &tokens);
-    if (tokens > 0) tr.train_true_nll = sum / static_cast<double>(tokens);
-  }
 }
 
 void prepare_run(Training& tr) {
@@ -279,19 +270,19 @@ void count_step_loss(Training& tr, int64_t step, const StepResult& sr) {
   state.tokens_seen += sr.tokens;  // the global batch's
 }
 
-// Validation after the last step and every eval_every steps: its loss, its perplexity and the
-// floors (the validation and training splits' NLL under the truth) as metrics cells ("" at the
-// other steps, and for the floors without a truth).
+// Validation after the last step and every eval_every steps: its loss, its perplexity and its
+// floor (the NLL under the truth of the targets the loss covers; lmx plot draws it) as metrics
+// cells ("" at the other steps, and for the floor without a truth).
 std::vector<std::string> validate_if_due(Training& tr, int64_t step, double train_loss) {
   const int eval_every = tr.cfg.train.eval_every;
-  if (step + 1 != tr.total && !(eval_every > 0 && (step + 1) % eval_every == 0)) return {"", "", "", ""};
+  if (step + 1 != tr.total && !(eval_every > 0 && (step + 1) % eval_every == 0)) return {"", "", ""};
   if (!tr.val_eval) tr.val_eval.emplace(tr.model, tr.corpus, tr.val_opt);
   EvalResult v = tr.val_eval->run(tr.model);
   tr.res.final_val_ppl = v.ppl;
   if (std::isnan(tr.res.best_val_ppl) || v.ppl < tr.res.best_val_ppl) tr.res.best_val_ppl = v.ppl;
   log::info("train", "seed {} step {}/{}: train loss {:.4f}, val loss {:.4f}, val ppl {:.3f}", tr.opt.seed, step + 1,
             tr.total, train_loss, v.loss, v.ppl);
-  return {csv_num(v.loss), csv_num(v.ppl), csv_num(v.true_nll, 6), csv_num(tr.train_true_nll, 6)};
+  return {csv_num(v.loss), csv_num(v.ppl), csv_num(v.true_nll, 6)};
 }
 
 // The live progress line on a terminal, else a log line every log_every steps.
