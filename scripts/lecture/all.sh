@@ -69,9 +69,12 @@ if ((sequential)); then
 else
   # Build (or rebuild) once, here: the sections then use the binary as it is.
   if [[ -z "${LMX_BIN:-}" ]]; then
-    "$ROOT/lmx" --version > /dev/null
+    LMX_VERSION_TEXT="$("$ROOT/lmx" --version)"
     export LMX_BIN="$ROOT/build/lmx"
   fi
+  # Every section's wall_time.txt quotes it: one lmx process (~0.7 s loading LibTorch) instead of
+  # one per section.
+  export LMX_VERSION_TEXT="${LMX_VERSION_TEXT:-$("$LMX_BIN" --version)}"
   pids=()
   cleanup() {
     kill "$progress_pid" 2> /dev/null || true
@@ -109,7 +112,7 @@ QUICK=$quick LECTURE_RUNS=$lecture_runs
   echo "jobs: $jobs"
   echo "scheduler: $( ((sequential)) && echo "sections one after another" || echo "sections at once, $jobs shared slots")"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "blas: $("${LMX_BIN:-$ROOT/build/lmx}" --version | sed -n 's/^BLAS kernels //p')"
+  echo "blas: $(sed -n 's/^BLAS kernels //p' <<< "${LMX_VERSION_TEXT:-$("${LMX_BIN:-$ROOT/build/lmx}" --version)}")"
 } > "$out_root/wall_time.txt"
 if ((!quick)); then
   report=(--results "$out_root")

@@ -124,7 +124,8 @@ lecture_done() {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
     local version
-    version="$("$LMX" --version)"  # once: each lmx process spends ~0.5 s loading LibTorch
+    # all.sh's (LMX_VERSION_TEXT), else once here: each lmx process spends ~0.7 s loading LibTorch
+    version="${LMX_VERSION_TEXT:-$("$LMX" --version)}"
     echo "blas: $(sed -n 's/^BLAS kernels //p' <<< "$version")"
     echo "gemm: $(sed -n "s/^linear layers' GEMMs //p" <<< "$version")"
     echo "lmx: $(head -1 <<< "$version")"
