@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -198,18 +199,15 @@ std::string seeds_text(size_t n) { return n == 1 ? "1 seed" : fmt::format("{} se
 // The validation panel's floor: per series, the split's NLL under the truth (metrics.csv's
 // val_true_nll at each evaluation, the same at every one) averaged over its seeds; NaN where the
 // runs have none (a text corpus, or runs written before the column).
-std::vector<double> floors(const std::vector<Series>& series, const std::string& column_name) {
+std::vector<double> val_floors(const std::vector<Series>& series) {
   std::vector<double> out;
   for (const auto& s : series) {
-    std::vector<double> values;
-    for (const auto& file : s.metrics) {
-      const Table t = read_csv(file);
-      const int col = column(t, column_name);
-      if (col < 0) continue;
-      for (const auto& r : t.rows)
-        if (r.size() > static_cast<size_t>(col) && std::isfinite(number(r[col]))) values.push_back(number(r[col]));
+    std::vector<double> means;
+    try {
+      for (const auto& p : curve(s, "val_true_nll")) means.push_back(p.mean);
+    } catch (const InputError&) {  // runs written before the column: no floor drawn
     }
-    out.push_back(values.empty() ? std::nan("") : stats(values).mean);
+    out.push_back(means.empty() ? std::nan("") : stats(means).mean);
   }
   return out;
 }
@@ -228,7 +226,9 @@ std::vector<double> train_floors(const std::vector<Series>& series) {
       try {
         const Config cfg = load_config(cfg_file.string());
         if (parse_option<DataKind>(cfg.data.kind) == DataKind::Garden) {
-          const std::string key = to_yaml(cfg);
+          Config data_only;  // the corpus depends on the data fields alone
+          data_only.data = cfg.data;
+          const std::string key = to_yaml(data_only);
           auto it = by_data.find(key);
           if (it == by_data.end()) {
             const data::Corpus corpus = data::load_corpus(cfg.data);
@@ -257,17 +257,20 @@ bool one_value(const std::vector<double>& v) {
   return std::isfinite(first);
 }
 
-// The floor lines of a panel: one black dashed line with its value when every series shares it
-// (the same split), else a dashed line per series in its colour.
+// A floor every line shares (the same split), as one black dashed line titled with its value;
+// "" when the lines' floors differ or there is none.
+std::string shared_floor(const std::vector<double>& floor, const std::string& what) {
+  if (!one_value(floor)) return "";
+  const double v = *std::find_if(floor.begin(), floor.end(), [](double x) { return std::isfinite(x); });
+  return fmt::format("{:.6g} with lines dt 2 lw 1.4 lc rgb 'black' title {}", v,
+                     quoted(fmt::format("{} {:.4f} (the floor)", what, v)));
+}
+
+// The floor lines of a panel: the shared one, else a dashed line per series in its colour.
 std::vector<std::string> floor_lines(const std::vector<Series>& series, const std::vector<double>& floor,
                                      const std::string& what) {
+  if (std::string line = shared_floor(floor, what); !line.empty()) return {line};
   std::vector<std::string> parts;
-  if (one_value(floor)) {
-    const double v = *std::find_if(floor.begin(), floor.end(), [](double x) { return std::isfinite(x); });
-    parts.push_back(fmt::format("{:.6g} with lines dt 2 lw 1.4 lc rgb 'black' title {}", v,
-                                quoted(fmt::format("{} {:.4f} (the floor)", what, v))));
-    return parts;
-  }
   for (size_t k = 0; k < series.size(); ++k)
     if (std::isfinite(floor[k]))
       parts.push_back(fmt::format("{:.6g} with lines dt 2 lw 1.2 lc {} title {}", floor[k], k + 1,
@@ -316,7 +319,7 @@ Figure loss_figure(const std::vector<Series>& series, const PlotOptions& o, cons
   write_file_atomic((out / "loss_train.dat").string(), header + train_dat);
   write_file_atomic((out / "loss_val.dat").string(), header + val_dat);
   // The floors drawn: the training and validation splits' per-token NLL under the truth.
-  const std::vector<double> train_floor = train_floors(series), val_floor = floors(series, "val_true_nll");
+  const std::vector<double> train_floor = train_floors(series), val_floor = val_floors(series);
   std::string floor_dat = "# panel\tline\ttrue_nll (the split's NLL under the truth, mean over the seeds)\n";
   for (size_t k = 0; k < series.size(); ++k)
     for (const auto& [panel, f] : {std::pair{"train", &train_floor}, std::pair{"val", &val_floor}})
@@ -422,12 +425,10 @@ Figure metric_figure(const std::vector<PointValues>& points, const PlotOptions& 
   // The y range padded (the top for the key), so that no seed sits on the frame or under the key.
   // The floor: one dashed line with its value when every point shares it (the same test split),
   // else a mark per point.
-  std::string floor;
   const std::string what = o.metric == "test_loss" ? "true NLL" : "true ppl";
-  if (one_value(truths)) {
-    const double v = *std::find_if(truths.begin(), truths.end(), [](double x) { return std::isfinite(x); });
-    floor = fmt::format(", \\\n     {:.6g} with lines dt 2 lw 1.4 lc rgb 'black' title {}", v,
-                        quoted(fmt::format("{} {:.4f} (the floor)", what, v)));
+  std::string floor = shared_floor(truths, what);
+  if (!floor.empty()) {
+    floor = ", \\\n     " + floor;
   } else if (std::any_of(truths.begin(), truths.end(), [](double x) { return std::isfinite(x); })) {
     floor = fmt::format(", \\\n     {} index 0 using 1:7 with points pt 2 ps 1.2 lc rgb 'black' title {}", quoted(file),
                         quoted(what + " per point (the floor)"));
@@ -455,33 +456,28 @@ int extrapolate_train_len(const fs::path& dir, const std::string& encoding) {
   return 0;
 }
 
-// nll_by_position: an lmx extrapolate folder's by_position.csv drawn, the mean NLL over the seeds
-// per position range and encoding (band: min to max), the true NLL of the same targets, and the
-// training length marked. Empty stem when the folder has no by_position.csv.
-Figure position_figure(const fs::path& dir, const PlotOptions& o, const fs::path& out) {
-  std::error_code ec;
-  const fs::path csv = dir / "by_position.csv";
-  if (!fs::is_regular_file(csv, ec)) return {};
+// One position range of by_position.csv ("lo-hi") and its values over the seeds.
+struct PositionRange {
+  std::string name;
+  double lo = 0, hi = 0;
+  std::vector<double> nll, truth;
+};
+using EncodingRanges = std::vector<std::pair<std::string, std::vector<PositionRange>>>;
+
+// by_position.csv's rows grouped by encoding and range, both in the table's order.
+EncodingRanges read_by_position(const fs::path& csv) {
   const Table t = read_csv(csv.string());
   const int enc = column(t, "position"), range = column(t, "range"), nll = column(t, "nll"), truth = column(t, "true_nll");
   if (enc < 0 || range < 0 || nll < 0 || truth < 0)
     throw InputError(fmt::format("{}: not an lmx extrapolate table (position, range, nll, true_nll)", csv.string()));
-  struct Range {
-    std::string name;
-    double lo = 0, hi = 0;
-    std::vector<double> nll, truth;
-  };
-  std::vector<std::pair<std::string, std::vector<Range>>> encodings;  // in the table's order
+  EncodingRanges encodings;
   for (const auto& r : t.rows) {
     if (r.size() <= static_cast<size_t>(std::max({enc, range, nll, truth}))) continue;
     auto e = std::find_if(encodings.begin(), encodings.end(), [&](const auto& x) { return x.first == r[enc]; });
-    if (e == encodings.end()) {
-      encodings.emplace_back(r[enc], std::vector<Range>{});
-      e = std::prev(encodings.end());
-    }
-    auto g = std::find_if(e->second.begin(), e->second.end(), [&](const Range& x) { return x.name == r[range]; });
+    if (e == encodings.end()) e = encodings.insert(encodings.end(), {r[enc], {}});
+    auto g = std::find_if(e->second.begin(), e->second.end(), [&](const PositionRange& x) { return x.name == r[range]; });
     if (g == e->second.end()) {
-      Range fresh;
+      PositionRange fresh;
       fresh.name = r[range];
       const size_t dash = r[range].find('-');
       fresh.lo = number(r[range].substr(0, dash));
@@ -492,33 +488,41 @@ Figure position_figure(const fs::path& dir, const PlotOptions& o, const fs::path
     g->truth.push_back(number(r[truth]));
   }
   if (encodings.empty()) throw InputError(fmt::format("{}: no rows", csv.string()), "lmx extrapolate writes it as it goes");
-  // The truth per range over every encoding and seed (the same test targets for all of them).
-  std::map<std::string, std::vector<double>> truth_of;
-  std::vector<std::pair<double, std::string>> order;
+  return encodings;
+}
+
+// The truth per range over every encoding and seed (the same test targets for all of them), the
+// ranges by position; its values are in .nll, as the encodings' are.
+std::vector<PositionRange> truth_by_range(const EncodingRanges& encodings) {
+  std::vector<PositionRange> out;
   for (const auto& [name, ranges] : encodings)
     for (const auto& g : ranges) {
-      auto& v = truth_of[g.name];
-      if (v.empty()) order.emplace_back(g.lo, g.name);
-      v.insert(v.end(), g.truth.begin(), g.truth.end());
+      auto it = std::find_if(out.begin(), out.end(), [&](const PositionRange& x) { return x.name == g.name; });
+      if (it == out.end()) it = out.insert(out.end(), {g.name, g.lo, g.hi, {}, {}});
+      it->nll.insert(it->nll.end(), g.truth.begin(), g.truth.end());
     }
-  std::sort(order.begin(), order.end());
+  std::sort(out.begin(), out.end(), [](const PositionRange& a, const PositionRange& b) { return a.lo < b.lo; });
+  return out;
+}
+
+// A block of nll_by_position.dat: per range lo, hi, its middle, seeds, mean, min, max of .nll.
+std::string position_block(const std::string& title, const std::vector<PositionRange>& ranges) {
+  std::string out = fmt::format("# {}\n", clean(title));
+  for (const auto& g : ranges) {
+    const Stats st = stats(g.nll);
+    out += fmt::format("{}\t{}\t{}\t{}\t{:.6g}\t{:.6g}\t{:.6g}\n", g.lo, g.hi, (g.lo + g.hi + 1) / 2, st.n, st.mean,
+                       st.min, st.max);
+  }
+  return out + "\n\n";
+}
+
+// nll_by_position: an lmx extrapolate folder's by_position.csv drawn, the mean NLL over the seeds
+// per position range and encoding (band: min to max), the true NLL of the same targets, and the
+// training length marked.
+Figure position_figure(const EncodingRanges& encodings, const fs::path& dir, const PlotOptions& o, const fs::path& out) {
   std::string dat = "# lo\thi\tx (the range's middle)\tseeds\tmean\tmin\tmax (one block per encoding, then the truth)\n";
-  for (const auto& [name, ranges] : encodings) {
-    dat += fmt::format("# {}\n", clean(name));
-    for (const auto& g : ranges) {
-      const Stats st = stats(g.nll);
-      dat += fmt::format("{}\t{}\t{}\t{}\t{:.6g}\t{:.6g}\t{:.6g}\n", g.lo, g.hi, (g.lo + g.hi + 1) / 2, st.n, st.mean,
-                         st.min, st.max);
-    }
-    dat += "\n\n";
-  }
-  dat += "# true NLL\n";
-  for (const auto& [lo, name] : order) {
-    const Stats st = stats(truth_of[name]);
-    const size_t dash = name.find('-');
-    const double hi = dash == std::string::npos ? lo : number(name.substr(dash + 1));
-    dat += fmt::format("{}\t{}\t{}\t{}\t{:.6g}\t{:.6g}\t{:.6g}\n", lo, hi, (lo + hi + 1) / 2, st.n, st.mean, st.min, st.max);
-  }
+  for (const auto& [name, ranges] : encodings) dat += position_block(name, ranges);
+  dat += position_block("true NLL", truth_by_range(encodings));
   write_file_atomic((out / "nll_by_position.dat").string(), dat);
 
   int train_len = extrapolate_train_len(dir, encodings.front().first);
@@ -608,8 +612,12 @@ std::vector<std::string> plot_runs(const PlotOptions& o) {
   const std::vector<Series> series = find_series(o.paths);
   const fs::path out = o.out.empty() ? fs::path(o.paths.front()) : fs::path(o.out);
   std::vector<PointValues> points = summary_points(o.paths, o.metric);  // checks --metric before writing
-  // An lmx ablate folder: its steps in order (their names start with the step's number).
+  // An lmx extrapolate folder's table, read (and checked) before anything is written.
   std::error_code ec;
+  std::optional<EncodingRanges> by_position;
+  if (o.paths.size() == 1 && fs::is_regular_file(fs::path(o.paths[0]) / "by_position.csv", ec))
+    by_position = read_by_position(fs::path(o.paths[0]) / "by_position.csv");
+  // An lmx ablate folder: its steps in order (their names start with the step's number).
   if (is_ablation(o))
     std::stable_sort(points.begin(), points.end(), [](const PointValues& a, const PointValues& b) {
       return std::atoi(a.name.c_str()) < std::atoi(b.name.c_str());
@@ -626,8 +634,7 @@ std::vector<std::string> plot_runs(const PlotOptions& o) {
   std::vector<std::string> written = draw(loss_figure(series, o, out), o, out);
   auto add = [&](const std::vector<std::string>& more) { written.insert(written.end(), more.begin(), more.end()); };
   if (points.size() >= 2) add(draw(metric_figure(points, o, out), o, out));
-  if (o.paths.size() == 1)
-    if (Figure f = position_figure(o.paths[0], o, out); !f.stem.empty()) add(draw(f, o, out));
+  if (by_position) add(draw(position_figure(*by_position, o.paths[0], o, out), o, out));
   return written;
 }
 
