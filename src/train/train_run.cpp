@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include "torch_api.h"
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -273,9 +274,9 @@ void count_step_loss(Training& tr, int64_t step, const StepResult& sr) {
 // Validation after the last step and every eval_every steps: its loss, its perplexity and its
 // floor (the NLL under the truth of the targets the loss covers; lmx plot draws it) as metrics
 // cells ("" at the other steps, and for the floor without a truth).
-std::vector<std::string> validate_if_due(Training& tr, int64_t step, double train_loss) {
+std::array<std::string, 3> validate_if_due(Training& tr, int64_t step, double train_loss) {
   const int eval_every = tr.cfg.train.eval_every;
-  if (step + 1 != tr.total && !(eval_every > 0 && (step + 1) % eval_every == 0)) return {"", "", ""};
+  if (step + 1 != tr.total && !(eval_every > 0 && (step + 1) % eval_every == 0)) return {};
   if (!tr.val_eval) tr.val_eval.emplace(tr.model, tr.corpus, tr.val_opt);
   EvalResult v = tr.val_eval->run(tr.model);
   tr.res.final_val_ppl = v.ppl;
@@ -329,14 +330,11 @@ double step_loop(Training& tr) {
     count_step_loss(tr, step, sr);
     const double tps = sr.tokens / std::max(1e-9, seconds_since(t_step));
     smoothed_tps = smoothed_tps == 0 ? tps : 0.9 * smoothed_tps + 0.1 * tps;
-    const std::vector<std::string> val = validate_if_due(tr, step, sr.loss);
-    if (tr.metrics) {
-      std::vector<std::string> row = {std::to_string(step + 1), csv_num(static_cast<double>(step + 1) / tr.per_epoch, 3),
-                                      fmt::format("{:.6f}", sr.loss), fmt::format("{:.6g}", lr),
-                                      fmt::format("{:.6g}", sr.grad_norm), fmt::format("{:.0f}", tps)};
-      row.insert(row.end(), val.begin(), val.end());
-      tr.metrics->row(row);
-    }
+    const auto [val_loss, val_ppl, val_floor] = validate_if_due(tr, step, sr.loss);
+    if (tr.metrics)
+      tr.metrics->row({std::to_string(step + 1), csv_num(static_cast<double>(step + 1) / tr.per_epoch, 3),
+                       fmt::format("{:.6f}", sr.loss), fmt::format("{:.6g}", lr), fmt::format("{:.6g}", sr.grad_norm),
+                       fmt::format("{:.0f}", tps), val_loss, val_ppl, val_floor});
     const double elapsed = seconds_since(t_train);
     const double eta = elapsed / static_cast<double>(step + 1 - first_step) * (tr.total - step - 1);
     report_step_progress(tr, step, sr.loss, lr, smoothed_tps, eta);
