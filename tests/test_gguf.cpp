@@ -230,6 +230,16 @@ TEST_CASE("export_gguf writes GGUF v3 that a minimal reader parses back exactly"
   CHECK(torch::equal(g.f32("blk.0.attn_v.weight"), gguf_param(ck, "model.layers.0.self_attn.v_proj.weight")));
   const auto last = g.tensors.back().second;
   CHECK(g.data_start + last.offset + 4 * last.dims[0] * (last.dims.size() > 1 ? last.dims[1] : 1) <= g.bytes.size());
+  SECTION("embed_scale sqrt_d: token_embd scaled, output the unscaled head, tied or not") {
+    m.embed_scale = "sqrt_d";
+    const Checkpoint cs = gguf_checkpoint(dir, m);
+    export_gguf(cs, gguf_words(19), dir.file("s.gguf"));
+    const Gguf gs = read_gguf(dir.file("s.gguf"));
+    CHECK(gs.tensors.size() == 3u + 2u * 9u);
+    const torch::Tensor E = gguf_param(cs, "model.embed_tokens.weight");
+    CHECK(torch::equal(gs.f32("token_embd.weight"), E * std::sqrt(24.0)));
+    CHECK(torch::equal(gs.f32("output.weight"), tied ? E : gguf_param(cs, "lm_head.weight")));
+  }
   SECTION("interleaved RoPE weights are written as they are; f16 halves the matrices, norms stay f32") {
     m.rope_layout = "interleaved";
     const Checkpoint ci = gguf_checkpoint(dir, m);

@@ -126,6 +126,31 @@ TEST_CASE("lmx -> HF Llama -> lmx keeps the weights, the config and the logits",
   }
 }
 
+TEST_CASE("embed_scale sqrt_d exports as a Llama: the scale folded into the embedding, the head its own matrix",
+          "[model][hf]") {
+  TempDir dir;
+  ModelConfig m = lmx::test::small_llama();  // d_model 24: √24 is not a power of two
+  m.embed_scale = "sqrt_d";
+  m.tie_embeddings = GENERATE(true, false);
+  Checkpoint src = read_checkpoint(write_checkpoint(dir, m));
+  export_hf_llama(src, dir.file("hf"));
+  auto j = read_json(dir.file("hf/config.json"));
+  CHECK(j["tie_word_embeddings"] == false);
+  auto file = read_safetensors(dir.file("hf/model.safetensors"));
+  CHECK(file.tensors.size() == src.tensors.size() + (m.tie_embeddings ? 1 : 0));
+  const torch::Tensor E = tensor(src, "model.embed_tokens.weight");
+  const torch::Tensor H = m.tie_embeddings ? E : tensor(src, "lm_head.weight");
+  Checkpoint back = read_checkpoint(dir.file("hf"));
+  CHECK(back.config.model.embed_scale == "1");
+  CHECK_FALSE(back.config.model.tie_embeddings);
+  CHECK(torch::equal(tensor(back, "model.embed_tokens.weight"), E * std::sqrt(24.0)));
+  CHECK(torch::equal(tensor(back, "lm_head.weight"), H));
+  torch::NoGradGuard no_grad;
+  auto tokens = some_tokens(m.vocab_size);
+  auto a = load_model(src)->forward(tokens), b = load_model(back)->forward(tokens);
+  CHECK((a - b).abs().max().item<double>() < 1e-5);
+}
+
 TEST_CASE("export refuses what LlamaForCausalLM cannot express, naming the component", "[model][hf]") {
   TempDir dir;
   auto blocked = [](auto edit) {

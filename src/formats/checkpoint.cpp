@@ -112,6 +112,15 @@ void load_weights(ModernLMImpl& model, const Checkpoint& ckpt) {
   for (const auto& [name, t] : ckpt.tensors)
     if (!is_extra(name)) stored[name] = t;
   auto params = model.named_parameters();
+  // A tied model with embed_scale exported as a Llama (formats/hf_llama.h, llama_tensors): the
+  // head unscaled and the embedding the head times the scale, bit for bit: the shared matrix.
+  const double scale = model.embedding_scale();
+  auto head = stored.find("lm_head.weight"), embed = stored.find("model.embed_tokens.weight");
+  if (scale != 0 && !params.contains("lm_head.weight") && head != stored.end() && embed != stored.end() &&
+      head->second.sizes().equals(embed->second.sizes()) && torch::equal(head->second * scale, embed->second)) {
+    embed->second = head->second;
+    stored.erase(head);
+  }
   std::set<std::string> known;
   for (const auto& p : params) {
     known.insert(p.key());

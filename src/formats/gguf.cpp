@@ -160,15 +160,15 @@ std::vector<TensorOut> gguf_tensors(const Checkpoint& ckpt, const std::string& t
   const ModelConfig& m = ckpt.config.model;
   ModernLM model = load_model(ckpt);  // checks names and shapes
   std::vector<TensorOut> out;
-  for (const auto& p : model->named_parameters()) {
-    torch::Tensor t = p.value().detach().to(torch::kFloat32);
-    const bool q = p.key().find(".self_attn.q_proj.") != std::string::npos;
-    const bool k = p.key().find(".self_attn.k_proj.") != std::string::npos;
+  for (const auto& [name, value] : llama_tensors(model, m)) {
+    torch::Tensor t = value.to(torch::kFloat32);
+    const bool q = name.find(".self_attn.q_proj.") != std::string::npos;
+    const bool k = name.find(".self_attn.k_proj.") != std::string::npos;
     if ((q || k) && parse_option<RopeLayout>(m.rope_layout) == RopeLayout::Half) t = half_to_interleaved(t, m.dim_head());
     GgmlType gt = kGgmlF32;
     if (t.dim() == 2 && type == "f16") t = t.to(torch::kFloat16), gt = kGgmlF16;
     if (t.dim() == 2 && type == "bf16") t = t.to(torch::kBFloat16), gt = kGgmlBF16;
-    out.push_back({gguf_name(p.key()), t.contiguous(), gt});
+    out.push_back({gguf_name(name), t.contiguous(), gt});
   }
   return out;
 }

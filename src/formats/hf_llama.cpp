@@ -85,7 +85,6 @@ std::string hf_llama_blocker(const ModelConfig& m) {
   if (!registry::ffn(m).llama) return fmt::format("model.ffn is {} (Llama: {})", m.ffn, llama_name(Kind::Ffn));
   if (!registry::position(m).llama) return fmt::format("model.position is {} (Llama: {})", m.position, llama_name(Kind::Position));
   if (m.bias) return "model.bias is true (Llama: no biases)";
-  if (parse_option<EmbedScale>(m.embed_scale) != EmbedScale::One) return fmt::format("model.embed_scale is {} (Llama: unscaled token embeddings)", m.embed_scale);
   if (parse_option<RopeScaling>(m.rope_scaling) == RopeScaling::Yarn)
     return fmt::format("model.rope_scaling is {} (exported: none, linear, ntk; Hugging Face reads yarn's trained "
                        "length differently across transformers versions)", m.rope_scaling);
@@ -96,6 +95,28 @@ double hf_rope_theta(const ModelConfig& m) {
   const int64_t D = m.dim_head();
   if (parse_option<RopeScaling>(m.rope_scaling) != RopeScaling::Ntk || D <= 2) return m.rope_theta;
   return m.rope_theta * std::pow(m.rope_factor, static_cast<double>(D) / (D - 2));
+}
+
+bool llama_ties_head(const ModelConfig& m) {
+  return m.tie_embeddings && parse_option<EmbedScale>(m.embed_scale) == EmbedScale::One;
+}
+
+NamedTensors llama_tensors(const ModernLM& model, const ModelConfig& m) {
+  const double scale = model->embedding_scale();  // 0: none
+  NamedTensors out;
+  bool has_head = false;
+  for (const auto& p : model->named_parameters()) {
+    torch::Tensor t = p.value().detach();
+    if (p.key() == "lm_head.weight") has_head = true;
+    if (scale != 0 && p.key() == "model.embed_tokens.weight") {
+      if (m.tie_embeddings) out.push_back({"lm_head.weight", t.clone()});  // the head reads the unscaled matrix
+      t = t * scale;
+    }
+    out.push_back({p.key(), t});
+  }
+  if (scale != 0 && !m.tie_embeddings && !has_head)
+    throw std::logic_error("llama_tensors: an untied model without lm_head.weight");
+  return out;
 }
 
 bool is_hf_folder(const std::string& path) {
@@ -130,7 +151,7 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data:
     j["rope_scaling"] = nullptr;
   j["vocab_size"] = m.vocab_size;
   j["max_position_embeddings"] = m.max_seq_len;
-  j["tie_word_embeddings"] = m.tie_embeddings;
+  j["tie_word_embeddings"] = llama_ties_head(m);
   j["attention_bias"] = false;
   j["mlp_bias"] = false;
   j["initializer_range"] = m.init_std;
@@ -142,14 +163,13 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data:
       j[key] = gen[key] = id;
   Config saved = ckpt.config;
   saved.model.rope_layout = "half";  // the weights below are in the half layout
+  saved.model.embed_scale = "1";      // and the embedding scale folded in (llama_tensors)
+  saved.model.tie_embeddings = llama_ties_head(m);
   j[kLmxConfigKey] = to_yaml(saved);
 
-  NamedTensors tensors;
-  for (const auto& p : model->named_parameters()) {
-    torch::Tensor t = p.value();
-    if (parse_option<RopeLayout>(m.rope_layout) == RopeLayout::Interleaved && is_qk_projection(p.key())) t = interleaved_to_half(t, D);
-    tensors.push_back({p.key(), t});
-  }
+  NamedTensors tensors = llama_tensors(model, m);
+  for (auto& [name, t] : tensors)
+    if (parse_option<RopeLayout>(m.rope_layout) == RopeLayout::Interleaved && is_qk_projection(name)) t = interleaved_to_half(t, D);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
     throw InputError(fmt::format("{}: exists and is not empty", dir), "give a new or empty directory to --hf");

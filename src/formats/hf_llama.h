@@ -18,12 +18,22 @@
 #include "config/config.h"
 #include "data/corpus.h"
 #include "formats/checkpoint.h"
+#include "model/lm.h"
 
 namespace lmx {
 
 // "" when HF LlamaForCausalLM expresses the config; else what blocks it, e.g.
 // "model.norm is layernorm (Llama: rmsnorm)".
 std::string hf_llama_blocker(const ModelConfig& m);
+
+// Whether the exported Llama ties its head to the embedding: model.tie_embeddings, unless
+// model.embed_scale scales the embeddings (a Llama multiplies no embedding: see llama_tensors).
+bool llama_ties_head(const ModelConfig& m);
+
+// The parameters as a Llama checkpoint holds them, under lmx's (= HF's) names. With
+// model.embed_scale sqrt_d the scale is folded into model.embed_tokens.weight and a tied head
+// is written as its own lm_head.weight (the unscaled matrix): the same logits, untied.
+NamedTensors llama_tensors(const ModernLM& model, const ModelConfig& m);
 
 // rope_theta as Llama configs state it: ntk scaling folded in, θ·s^(D/(D−2)) (what lmx computes).
 double hf_rope_theta(const ModelConfig& m);
