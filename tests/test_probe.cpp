@@ -205,15 +205,17 @@ TEST_CASE("probe gradnorm: one row per layer, matching a direct backward pass", 
         ++n;
       }
   CHECK(std::stod(row(totals, "2", "pre").at(col_of(totals, "stream rms"))) == Approx(sum / n).margin(1e-3));
-  // The split: the embedding's part is token embedding + sinusoidal position (Vaswani et al.:
-  // sin on even channels, cos on odd, angle pos / 10000^(2i/C)), the blocks' part the rest.
+  // The split: the embedding's part is token embedding (× √C with embed_scale sqrt_d, the
+  // preset's) + sinusoidal position (Vaswani et al.: sin on even channels, cos on odd, angle
+  // pos / 10000^(2i/C)), the blocks' part the rest.
   const auto W = model->named_parameters()["model.embed_tokens.weight"].detach().to(torch::kFloat64);
   const int64_t C = W.size(1);
+  const double scale = cfg.model.embed_scale == "sqrt_d" ? std::sqrt(static_cast<double>(C)) : 1.0;
   double emb_sum = 0, blk_sum = 0;
   for (int64_t b = 0; b < s.size(0); ++b)
     for (int64_t t = 0; t < s.size(1); ++t) {
       if (batch.targets[b][t].item<int64_t>() == data::kIgnore) continue;
-      auto e = W[batch.inputs[b][t].item<int64_t>()].clone();
+      auto e = W[batch.inputs[b][t].item<int64_t>()] * scale;
       for (int64_t c = 0; c < C; ++c) {
         const double angle = static_cast<double>(t) / std::pow(10000.0, static_cast<double>(c / 2 * 2) / C);
         e[c] += c % 2 == 0 ? std::sin(angle) : std::cos(angle);
