@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lecture section 01, FFN: activations and gating (LECTURE.md 01.1-01.4).
 #   scripts/lecture/01_ffn.sh [--quick] [--lecture-runs] [--jobs N] [--out DIR]
-# Tables: activations, ffn_params (probes), ffn_training (relu/gelu/silu/swiglu, 5 seeds,
+# Tables: activations, ffn_params (probes), ffn_training (relu/gelu/silu/swiglu, 8 seeds,
 # 6 epochs), sparsity (exact zeros and dead neurons per layer, lr 3e-3 / 0.01 / 0.03, 5 seeds).
 # --lecture-runs: 2 seeds each, as the lecture (F1, F4).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"

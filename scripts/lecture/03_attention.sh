@@ -58,6 +58,16 @@ if followups; then
 fi
 wait_all
 { cat "$RUNS/uptrain-kv2/uptrain.csv"; tail -n +3 "$RUNS/uptrain-kv1/uptrain.csv"; } > "$R/uptrain.csv"
+# The resolved config of source 0's GQA-by-mean run after 5% of the budget, and of its lr 1e-2
+# twin (report.sh diffs them: the follow-up must change one key).
+gqa5="kv2-mean-s0/steps75"
+((QUICK)) && gqa5="kv2-mean-s0/steps3"
+mkdir -p "$R/configs/uptrain"
+cp "$RUNS/uptrain-kv2/$gqa5/config.yaml" "$R/configs/uptrain/gqa_mean_5pct.yaml"
+if followups; then
+  mkdir -p "$R/configs/uptrain_lr_followup"
+  cp "$RUNS/uptrain-lr1e-2-src0/$gqa5/config.yaml" "$R/configs/uptrain_lr_followup/gqa_mean_5pct.yaml"
+fi
 csv_md "$R/uptrain.csv" > "$R/uptrain.md"
 # The mean / first rows of the five source models (column source = the source model's seed).
 if followups; then

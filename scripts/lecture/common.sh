@@ -174,13 +174,29 @@ probe() {
 }
 
 # sweep SPEC DIR NAME [OPTIONS...]: runs an experiment spec into $RUNS/DIR (with lmx sweep's
-# OPTIONS, e.g. $(lecture_seeds 0,1)) and keeps its summary as $R/NAME.csv and $R/NAME.md.
+# OPTIONS, e.g. $(lecture_seeds 0,1)) and keeps its summary as $R/NAME.csv and $R/NAME.md, and
+# each point's resolved config as $R/configs/NAME/POINT.yaml (report.sh diffs a follow-up's
+# configs against the main run's: "explained" needs exactly one key changed).
 sweep() {
-  local spec="$1" dir="$2" name="$3"
+  local spec="$1" dir="$2" name="$3" run
   shift 3
   "$LMX" -q sweep "$ROOT/experiments/$spec" "${SWEEP[@]}" "$@" --out "$RUNS/$dir" > /dev/null
   cp "$RUNS/$dir/summary.csv" "$R/$name.csv"
   cp "$RUNS/$dir/summary.md" "$R/$name.md"
+  mkdir -p "$R/configs/$name"
+  for run in "$RUNS/$dir"/runs/*/seed*/config.yaml; do
+    [[ -f "$R/configs/$name/$(run_point "${run%/config.yaml}").yaml" ]] || cp "$run" "$R/configs/$name/$(run_point "${run%/config.yaml}").yaml"
+  done
+}
+# keep_configs NAME RUN_ROOT: each RUN_ROOT/POINT/seed*/config.yaml (lmx extrapolate's layout) as
+# $R/configs/NAME/POINT.yaml, the first seed's (the config does not hold the seed).
+keep_configs() {
+  local name="$1" run point
+  mkdir -p "$R/configs/$name"
+  for run in "$2"/*/seed*/config.yaml; do
+    point="$(basename "$(dirname "$(dirname "$run")")")"
+    [[ -f "$R/configs/$name/$point.yaml" ]] || cp "$run" "$R/configs/$name/$point.yaml"
+  done
 }
 
 # run_point RUN_DIR: the grid point of a sweep run (.../runs/NNN-<point>-s<seed>/seed<seed>).

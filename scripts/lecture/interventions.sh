@@ -1,23 +1,18 @@
 #!/usr/bin/env bash
-# One-factor interventions for findings that did not reproduce in the main run (issue 45), run
-# after scripts/lecture/all.sh (outside its 20-minute budget): each changes one setting of a
-# section's runs, and report.sh judges it by the finding's own rule, written before it ran.
+# One-factor follow-ups (issue 61), run after scripts/lecture/all.sh (outside its 20-minute
+# budget). Each reruns main-run specs with ONE config key changed (--set KEY=VALUE, nothing
+# else) and at least 5 seeds a side; report.sh judges each finding by its own rule function and
+# marks it explained only when the follow-up passes its checks (a)-(d) (report.sh, explain()).
 #   scripts/lecture/interventions.sh [--quick] [--jobs N] [--out DIR]
-# Tables (results/interventions/):
-#   ffn_untied.csv, sparsity_untied.csv, sparsity_lr_untied.csv: section 01's runs (F1-F4:
-#     01_ffn.yaml, 8 seeds; 01_sparsity.yaml, 5 seeds, 2 epochs) with the output head untied
-#     (model.tie_embeddings false), the head the presets had before issue 45 adopted the tied one:
-#     the tied head's token embedding starts at nn.Linear's U(±1/8), a tenth of the sinusoids'
-#     amplitude, the setting under which earlier runs saw dead ReLU neurons in layer 0.
-#   recipes_untied.csv (R1, R2: 05_recipes.yaml, 8 seeds) and norm_untied.csv (N4: 02_norm.yaml,
-#     3 seeds): the same one factor, the head.
-#   ffn_scaled.csv, sparsity_lr_scaled.csv, sparsity_scaled.csv: section 01's runs with the
-#     main run's tied head and model.embed_scale sqrt_d (token embeddings × 8): the mechanism
-#     behind the head's effect on F4, one factor.
-#   extrapolation_untied_mean.csv (P4a, P4c): section 04's extrapolation (600 steps, trained at
-#     64, tested at 512) with the untied head, 5 seeds.
-#   ffn_v2.csv: F1 on garden v2 (data.grammar garden_v2, the world before v3's multi-clause
-#     sentences), presets as in the main run: one factor, the world.
+# Follow-ups (TAG: the key; why), tables results/interventions/*_TAG.csv and configs/*_TAG/:
+#   unscaled  model.embed_scale=1: the head before issue 61 (tied, token embeddings unscaled,
+#             U(±1/8), an eighth of the sinusoids' amplitude; the run of 2026-12-04 used it).
+#             Sections 01 (ffn 8 seeds, sparsity 5), 02's
+#             LayerNorm vs RMSNorm (5), 05's recipes (8), 04's extrapolation (6).
+#   adam      train.weight_decay=0: the optimizer the lecture names (Adam, L84/L111; AdamW with
+#             weight decay 0 is Adam's update). The same runs.
+#   v2        data.grammar=garden_v2: the world before v3's multi-clause sentences. Section 01's
+#             FFN sweep (F1, F2: the findings the world could move; 8 seeds).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lecture_init interventions "$@"
 
@@ -38,22 +33,31 @@ section01() {
   wait_all
   sparsity_rows "${runs[@]}" > "$R/sparsity_$tag.csv"
 }
+# extrapolation TAG OVERRIDES...: section 04's extrapolation (04_position.sh's settings, seeds
+# 0-5) with OVERRIDES into extrapolation_TAG.csv (+ _mean) and configs/extrapolation_TAG/.
+extrapolation() {
+  local tag="$1" seed seeds=(0 1 2 3 4 5) p4=(--train-len 64 --test-len 512 --steps 600)
+  shift
+  ((QUICK)) && seeds=(0) p4=(--train-len 64 --test-len 128 --steps 20 --set train.eval_every=0 "${TINY[@]}")
+  for seed in "${seeds[@]}"; do
+    in_parallel slot "$LMX" -q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" "${p4[@]}" --seeds "$seed" \
+      "$@" --out "$RUNS/extrapolate-$tag-s$seed" > /dev/null
+  done
+  wait_all
+  for seed in "${seeds[@]}"; do
+    if ((seed == seeds[0])); then cat "$RUNS/extrapolate-$tag-s$seed/by_position.csv"; else tail -n +2 "$RUNS/extrapolate-$tag-s$seed/by_position.csv"; fi
+  done > "$R/extrapolation_$tag.csv"
+  extrapolation_mean "$R/extrapolation_$tag.csv" > "$R/extrapolation_${tag}_mean.csv"
+  keep_configs "extrapolation_$tag" "$RUNS/extrapolate-$tag-s${seeds[0]}"
+}
 
-untied=(--set model.tie_embeddings=false --set model.tied_init=embedding)
-in_parallel sweep 05_recipes.yaml recipes-untied recipes_untied "${untied[@]}"
-in_parallel sweep 02_norm.yaml norm-untied norm_untied "${untied[@]}"
-in_parallel sweep 01_ffn.yaml ffn-v2 ffn_v2 --set data.grammar=garden_v2
-p4_seeds=(0 1 2 3 4) p4=(--train-len 64 --test-len 512 --steps 600)
-((QUICK)) && p4_seeds=(0) p4=(--train-len 64 --test-len 128 --steps 20 --set train.eval_every=0 "${TINY[@]}")
-for seed in "${p4_seeds[@]}"; do
-  in_parallel slot "$LMX" -q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" "${p4[@]}" --seeds "$seed" \
-    "${untied[@]}" --out "$RUNS/extrapolate-untied-s$seed" > /dev/null
+for tag in unscaled adam; do
+  case "$tag" in unscaled) key=(--set model.embed_scale=1) ;; adam) key=(--set train.weight_decay=0) ;; esac
+  in_parallel sweep 05_recipes.yaml "recipes-$tag" "recipes_$tag" "${key[@]}"
+  in_parallel sweep 02_norm.yaml "norm-$tag" "norm_$tag" "${key[@]}"
+  section01 "$tag" "${key[@]}"
+  extrapolation "$tag" "${key[@]}"
 done
-section01 untied "${untied[@]}"
-for seed in "${p4_seeds[@]}"; do
-  if ((seed == p4_seeds[0])); then cat "$RUNS/extrapolate-untied-s$seed/by_position.csv"; else tail -n +2 "$RUNS/extrapolate-untied-s$seed/by_position.csv"; fi
-done > "$R/extrapolation_untied.csv"
-extrapolation_mean "$R/extrapolation_untied.csv" > "$R/extrapolation_untied_mean.csv"
-# The tied head with the token embeddings scaled by √d_model (the mechanism behind F4).
-section01 scaled --set model.embed_scale=sqrt_d
+in_parallel sweep 01_ffn.yaml ffn-v2 ffn_v2 --set data.grammar=garden_v2
+wait_all
 lecture_done
