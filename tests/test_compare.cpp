@@ -210,6 +210,50 @@ TEST_CASE("compare stats: the 95% t-intervals hold their coverage at 3, 5 and 10
   }
 }
 
+TEST_CASE("compare stats: group-sequential looks at 0.05 / K keep false decisions over all looks at 5%", "[compare]") {
+  // Seeds added in rounds until decided (issue 61): looks at 8, 10, 12 and 14 paired seeds of the
+  // same growing sample, each at alpha = 0.05 / 4. 2000 cases with no true difference: a
+  // difference declared at ANY look in at most 5% (+ 3 binomial SDs at 2000: 6.5%); the same
+  // tests at 0.05 each look, for contrast, in more (the reason for the split). And a true
+  // difference at the margin: a tie declared at any look in at most 5% as well.
+  const std::vector<int> looks = {8, 10, 12, 14};
+  const double alpha = kAlpha / looks.size();
+  data::Rng rng(4242);
+  int any_split = 0, any_plain = 0, false_tie = 0;
+  for (int k = 0; k < 2000; ++k) {
+    const auto seed_effect = normal_sample(looks.back(), 3.7, 0.05, rng);
+    auto a = normal_sample(looks.back(), 0, 0.02, rng), b = normal_sample(looks.back(), 0, 0.02, rng);
+    for (int i = 0; i < looks.back(); ++i) a[i] += seed_effect[i], b[i] += seed_effect[i];
+    auto at = normal_sample(looks.back(), 0.03, 0.02, rng);  // A − B = margin 0.03 in truth
+    bool split = false, plain = false, tie = false;
+    for (int n : looks) {
+      const std::vector<double> an(a.begin(), a.begin() + n), bn(b.begin(), b.begin() + n);
+      const Comparison c = compare_values(seeds_0_to(an), seeds_0_to(bn));
+      split = split || decide(c, std::nan(""), 0, alpha).sign != 0;
+      plain = plain || decide(c, std::nan(""), 0).sign != 0;
+      const std::vector<double> tn(at.begin(), at.begin() + n), zero(n, 0.0);
+      tie = tie || decide(compare_values(seeds_0_to(tn), seeds_0_to(zero)), 0.03, 0, alpha).tie;
+    }
+    any_split += split, any_plain += plain, false_tie += tie;
+  }
+  INFO("a difference declared at some look: " << any_split << " of 2000 at 0.05/4, " << any_plain << " at 0.05");
+  CHECK(any_split <= 130);
+  CHECK(any_plain > any_split);
+  INFO("a tie declared at some look with the true difference at the margin: " << false_tie << " of 2000");
+  CHECK(false_tie <= 130);
+  // One look is the fixed-n verdict, bit for bit.
+  const Comparison c = compare_values(seeds_0_to({1.1, 1.3, 1.2, 1.5, 1.4, 1.3}), seeds_0_to({1, 1, 1, 1, 1, 1}));
+  const Verdict one = decide(c, 0.5, 0, kAlpha / 1), fixed = decide(c, 0.5, 0);
+  CHECK(one.ci.lo == c.ci.lo);
+  CHECK(one.ci_tost.hi == c.ci90.hi);
+  CHECK(one.sign == fixed.sign);
+  // At alpha 0.0125 six pairs can never decide (p ≥ 2/64); the interval widens to t_{0.99375, 5}.
+  const Verdict four = decide(c, std::nan(""), 0, kAlpha / 4);
+  CHECK(four.sign == 0);
+  CHECK(four.seeds_difference >= 8);  // 2/2^7 = 0.0156 ≥ 0.0125: the permutation test needs 8 pairs
+  CHECK(four.ci.hi - four.ci.lo == Approx(2 * student_t_quantile(1 - kAlpha / 8, 5) * c.se).epsilon(1e-12));
+}
+
 TEST_CASE("compare stats: TOST: a tie holds when the 90% t-interval lies inside the margin", "[compare]") {
   // Differences {0.1, 0.3, 0.2, 0.5, 0.4}: 90% interval [0.149256, 0.450744].
   const Comparison c = compare_values(seeds_0_to({1.1, 1.3, 1.2, 1.5, 1.4}), seeds_0_to({1, 1, 1, 1, 1}));
@@ -299,6 +343,15 @@ TEST_CASE("lmx compare reads two summaries and writes the interval", "[compare][
   CHECK(compare_cell(c, "tie") == "");  // no --margin
   CHECK(compare_cell(c, "seeds_needed") == "6");
   CHECK(compare_cell(c, "failed_a") == "0");
+  CHECK(compare_cell(c, "alpha") == "0.050000");
+  // --looks 4: a look of a group-sequential plan: every test at 0.0125, the interval wider.
+  auto seq = test::run_lmx("compare " + dir.file("a") + " " + dir.file("b") + ":y --looks 4 --csv " + dir.file("s.csv"));
+  REQUIRE(seq.code == 0);
+  CHECK_THAT(seq.output, Catch::Contains("group-sequential plan of at most 4 looks: every test at 0.05 / 4 = 0.0125"));
+  CHECK_THAT(seq.output, Catch::Contains("98.75% t-interval"));
+  CHECK(compare_cell(dir.file("s.csv"), "alpha") == "0.012500");
+  CHECK(std::stod(compare_cell(dir.file("s.csv"), "ci_lo")) < std::stod(compare_cell(c, "ci_lo")));
+  CHECK(test::run_lmx("compare " + dir.file("a") + " " + dir.file("b") + ":y --looks 0").code == 2);
   auto several = test::run_lmx("compare " + dir.file("a") + " " + dir.file("b"));
   CHECK(several.code == 2);
   CHECK_THAT(several.output, Catch::Contains("holds several points"));

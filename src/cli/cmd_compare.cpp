@@ -1,10 +1,12 @@
-// lmx compare A B [--metric test_ppl] [--margin M] [--csv FILE]: a verdict with statistics
+// lmx compare A B [--metric test_ppl] [--margin M] [--looks K] [--csv FILE]: a verdict with statistics
 // between two sets of runs. A side is a run or sweep folder (its summary.csv) or a summary.csv
 // itself, optionally followed by :NAME to pick one config / grid point. Prints each seed's
 // value, the mean difference A − B with its 95% t-interval (paired by seed when both sides hold
 // the same seeds, Welch's otherwise), the exact permutation p-value, a sign count, the TOST tie
 // test at ±M × |mean B| when --margin is given, the runs that failed, and the verdict
 // (train/stats.h); --csv writes the same as one row, for scripts (scripts/lecture/report.sh).
+// --looks K: this is one look of a group-sequential plan of at most K (seeds added in rounds
+// until decided): every test at 0.05 / K, so that over all K looks a false decision stays ≤ 5%.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -27,6 +29,7 @@ struct CompareOptions {
   std::string a, b;
   std::string metric = "test_ppl";
   double margin = std::nan("");  // the tie margin relative to |mean B|; NaN: no tie test
+  int looks = 1;                 // the looks of a group-sequential plan: tests at kAlpha / looks
   std::string csv;
 };
 
@@ -162,14 +165,14 @@ std::string verdict_text(const Comparison& c, const Verdict& v) {
   if (std::isnan(c.ci.lo)) return "inconclusive (one seed on a side: no interval)";
   // The t-interval excludes 0 where the permutation test cannot follow: the tests disagree.
   const std::string disagree =
-      fmt::format("the t-interval excludes 0, permutation p {:.4g} ≥ {}: a difference {}", c.perm.p, kAlpha,
+      fmt::format("the t-interval excludes 0, permutation p {:.4g} ≥ {:.4g}: a difference {}", c.perm.p, v.alpha,
                   seeds_needed_text(v.seeds_difference, c.paired));
   if (v.sign != 0)
-    return fmt::format("A {} than B (the 95% t-interval excludes 0 and permutation p {:.4g} < {}){}",
-                       v.sign > 0 ? "higher" : "lower", c.perm.p, kAlpha,
+    return fmt::format("A {} than B (the {:g}% t-interval excludes 0 and permutation p {:.4g} < {:.4g}){}",
+                       v.sign > 0 ? "higher" : "lower", 100 * (1 - v.alpha), c.perm.p, v.alpha,
                        v.tie ? fmt::format("; also a tie within ±{:.4g} (TOST p {:.4g})", v.margin, v.tost_p) : "");
   if (v.tie)
-    return fmt::format("tie within ±{:.4g} (TOST p {:.4g} < {}){}", v.margin, v.tost_p, kAlpha,
+    return fmt::format("tie within ±{:.4g} (TOST p {:.4g} < {:.4g}){}", v.margin, v.tost_p, v.alpha,
                        v.t_excludes_zero ? "; but " + disagree : "");
   if (v.t_excludes_zero) return fmt::format("inconclusive ({})", disagree);
   return fmt::format("inconclusive ({})", seeds_needed_text(v.seeds_needed, c.paired));
@@ -193,16 +196,20 @@ void print_comparison(const CompareOptions& o, const Side& A, const Side& B, con
   } else if (std::isnan(c.ci.lo)) {
     std::cout << fmt::format("A − B: {:+.4f}, no interval (one seed on a side)\n", c.diff);
   } else {
-    std::cout << fmt::format("A − B: {:+.4f}, 95% t-interval [{:+.4f}, {:+.4f}] ({}, df {:.4g}, SE {:.4g})\n", c.diff,
-                             c.ci.lo, c.ci.hi, c.paired ? "paired by seed" : "unpaired: Welch", c.df, c.se);
+    if (o.looks > 1)
+      std::cout << fmt::format("a look of a group-sequential plan of at most {} looks: every test at {:g} / {} = {:.4g}\n",
+                               o.looks, kAlpha, o.looks, v.alpha);
+    std::cout << fmt::format("A − B: {:+.4f}, {:g}% t-interval [{:+.4f}, {:+.4f}] ({}, df {:.4g}, SE {:.4g})\n", c.diff,
+                             100 * (1 - v.alpha), v.ci.lo, v.ci.hi, c.paired ? "paired by seed" : "unpaired: Welch",
+                             c.df, c.se);
     std::cout << fmt::format("permutation p {:.4g} ({} {} {})\n", c.perm.p,
                              c.perm.exact ? "exact, all" : "Monte Carlo, fixed seed,", c.perm.arrangements,
                              c.paired ? "sign flips of the per-seed differences" : "relabelings of the pooled seeds");
     std::cout << fmt::format("sign: A lower in {} of {} {}, higher in {}, equal in {}\n", c.a_lower, c.pairs,
                              c.paired ? "seeds" : "pairs", c.a_higher, c.equal);
     if (!std::isnan(v.margin))
-      std::cout << fmt::format("tie margin ±{:.4f} ({:g} × |mean B|): 90% t-interval [{:+.4f}, {:+.4f}], TOST p {:.4g}\n",
-                               v.margin, o.margin, c.ci90.lo, c.ci90.hi, v.tost_p);
+      std::cout << fmt::format("tie margin ±{:.4f} ({:g} × |mean B|): {:g}% t-interval [{:+.4f}, {:+.4f}], TOST p {:.4g}\n",
+                               v.margin, o.margin, 100 * (1 - 2 * v.alpha), v.ci_tost.lo, v.ci_tost.hi, v.tost_p);
   }
   if (!left_out.empty())
     std::cout << fmt::format("left out to keep the pairing (their run failed on the other side): seed {}\n",
@@ -212,8 +219,9 @@ void print_comparison(const CompareOptions& o, const Side& A, const Side& B, con
   std::cout << fmt::format("verdict: {}\n", verdict_text(c, v));
 }
 
-// The --csv row. ci_lo / ci_hi are the 95% t-interval; tost_lo / tost_hi the 90% one (with
-// --margin); sig is + / - for a decided difference; seeds_* are the projections of train/stats.h.
+// The --csv row. ci_lo / ci_hi are the (1 − alpha) t-interval (95% with one look); tost_lo /
+// tost_hi the (1 − 2·alpha) one (with --margin); sig is + / - for a decided difference; seeds_*
+// are the projections of train/stats.h at alpha.
 void write_comparison_csv(const CompareOptions& o, const Side& A, const Side& B, const Comparison& c,
                           const Verdict& v) {
   auto seeds = [](int n) { return n == 0 ? std::string() : n == kNeverEnough ? "inf" : std::to_string(n); };
@@ -227,8 +235,8 @@ void write_comparison_csv(const CompareOptions& o, const Side& A, const Side& B,
       {"mean_a", csv_num(c.mean_a, 6)},
       {"mean_b", csv_num(c.mean_b, 6)},
       {"diff", csv_num(c.diff, 6)},
-      {"ci_lo", csv_num(c.ci.lo, 6)},
-      {"ci_hi", csv_num(c.ci.hi, 6)},
+      {"ci_lo", csv_num(v.ci.lo, 6)},
+      {"ci_hi", csv_num(v.ci.hi, 6)},
       {"a_lower", std::to_string(c.a_lower)},
       {"a_higher", std::to_string(c.a_higher)},
       {"equal", std::to_string(c.equal)},
@@ -239,8 +247,8 @@ void write_comparison_csv(const CompareOptions& o, const Side& A, const Side& B,
       {"perm_exact", flag(c.perm.exact)},
       {"arrangements", std::to_string(c.perm.arrangements)},
       {"margin", csv_num(v.margin, 6)},
-      {"tost_lo", tost ? csv_num(c.ci90.lo, 6) : ""},
-      {"tost_hi", tost ? csv_num(c.ci90.hi, 6) : ""},
+      {"tost_lo", tost ? csv_num(v.ci_tost.lo, 6) : ""},
+      {"tost_hi", tost ? csv_num(v.ci_tost.hi, 6) : ""},
       {"tost_p", csv_num(v.tost_p, 6)},
       {"sig", v.sign > 0 ? "+" : v.sign < 0 ? "-" : ""},
       {"tie", tost ? flag(v.tie) : ""},
@@ -249,6 +257,7 @@ void write_comparison_csv(const CompareOptions& o, const Side& A, const Side& B,
       {"seeds_needed", seeds(v.seeds_needed)},
       {"failed_a", std::to_string(A.failed.size())},
       {"failed_b", std::to_string(B.failed.size())},
+      {"alpha", csv_num(v.alpha, 6)},
   };
   Table row;
   row.rows.emplace_back();
@@ -263,7 +272,7 @@ int run_compare(const CompareOptions& o, const Globals&) {
   const Finished f = finished_pairs(A, B);
   const Comparison c = compare_values(f.a, f.b);
   const double margin = o.margin * std::abs(c.mean_b);  // NaN without --margin
-  const Verdict v = decide(c, margin, static_cast<int>(A.failed.size() + B.failed.size()));
+  const Verdict v = decide(c, margin, static_cast<int>(A.failed.size() + B.failed.size()), kAlpha / o.looks);
   print_comparison(o, A, B, f.left_out, c, v);
   if (!o.csv.empty()) write_comparison_csv(o, A, B, c, v);
   return 0;
@@ -277,6 +286,10 @@ void add_compare_command(CLI::App& app, Globals& g) {
   cmd->add_option("B", o->b, "the same for the other side")->required();
   cmd->add_option("--metric", o->metric, "summary.csv column to compare (default test_ppl)");
   cmd->add_option("--margin", o->margin, "tie test (TOST) at ± this fraction of |mean B|, e.g. 0.01 (default none)")
+      ->check(Positive);
+  cmd->add_option("--looks", o->looks,
+                  "a look of a group-sequential plan of at most this many looks (seeds added until decided): "
+                  "every test at 0.05 / looks (default 1)")
       ->check(Positive);
   cmd->add_option("--csv", o->csv, "also write the result as one CSV row to this file");
   on_run(cmd, g, o, run_compare);

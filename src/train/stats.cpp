@@ -86,10 +86,10 @@ Projection project(const Comparison& c, int n) {
 
 // The fewest seeds at which the permutation test can reach p < alpha at all: its smallest p is
 // 2 / 2^n with n pairs, 2 / C(2n, n) with n a side (an arrangement and its mirror).
-int fewest_permutation_seeds(bool paired) {
+int fewest_permutation_seeds(bool paired, double alpha) {
   for (int n = 2;; ++n) {
     const double arrangements = paired ? std::ldexp(1.0, n) : static_cast<double>(choose_capped(2 * n, n, 1u << 30));
-    if (2 / arrangements < kAlpha) return n;
+    if (2 / arrangements < alpha) return n;
   }
 }
 
@@ -269,45 +269,53 @@ Comparison compare_values(const SeedValues& a, const SeedValues& b) {
   return c;
 }
 
-int seeds_for_difference(const Comparison& c) {
+int seeds_for_difference(const Comparison& c, double alpha) {
   if (std::isnan(c.se)) return 0;
   if (!(std::abs(c.diff) > 0)) return kNeverEnough;
-  return smallest_n(fewest_permutation_seeds(c.paired), [&c](int n) {
+  return smallest_n(fewest_permutation_seeds(c.paired, alpha), [&c, alpha](int n) {
     const Projection p = project(c, n);
-    return student_t_quantile(1 - kAlpha / 2, p.df) * p.se < std::abs(c.diff);
+    return student_t_quantile(1 - alpha / 2, p.df) * p.se < std::abs(c.diff);
   });
 }
 
-int seeds_for_tie(const Comparison& c, double margin) {
+int seeds_for_tie(const Comparison& c, double margin, double alpha) {
   if (std::isnan(c.se)) return 0;
   if (std::isnan(margin) || !(std::abs(c.diff) < margin || (c.se == 0 && std::abs(c.diff) <= margin)))
     return kNeverEnough;
-  return smallest_n(2, [&c, margin](int n) {
+  return smallest_n(2, [&c, margin, alpha](int n) {
     const Projection p = project(c, n);
-    return std::abs(c.diff) + student_t_quantile(1 - kAlpha, p.df) * p.se <= margin;
+    return std::abs(c.diff) + student_t_quantile(1 - alpha, p.df) * p.se <= margin;
   });
 }
 
-Verdict decide(const Comparison& c, double margin, int failed) {
+Verdict decide(const Comparison& c, double margin, int failed, double alpha) {
   Verdict v;
+  v.alpha = alpha;
   v.failed = failed, v.margin = margin;
   v.tost_p = std::nan("");
+  v.ci = v.ci_tost = {std::nan(""), std::nan("")};
   if (std::isnan(c.ci.lo)) return v;  // no spread: no test, nothing to project from
-  v.t_excludes_zero = c.ci.lo > 0 || c.ci.hi < 0;
-  if (v.t_excludes_zero && c.perm.p < kAlpha) v.sign = c.diff > 0 ? 1 : -1;
+  if (alpha == kAlpha) {
+    v.ci = c.ci, v.ci_tost = c.ci90;
+  } else {
+    const double h = student_t_quantile(1 - alpha / 2, c.df) * c.se, ht = student_t_quantile(1 - alpha, c.df) * c.se;
+    v.ci = {c.diff - h, c.diff + h}, v.ci_tost = {c.diff - ht, c.diff + ht};
+  }
+  v.t_excludes_zero = v.ci.lo > 0 || v.ci.hi < 0;
+  if (v.t_excludes_zero && c.perm.p < alpha) v.sign = c.diff > 0 ? 1 : -1;
   if (!std::isnan(margin)) {
     // TOST: H0 diff ≤ −m, rejected when (diff + m) / se is large; H0 diff ≥ m likewise.
     const double p_low = c.se > 0 ? student_t_cdf(-(c.diff + margin) / c.se, c.df) : (c.diff > -margin ? 0 : 1);
     const double p_high = c.se > 0 ? student_t_cdf((c.diff - margin) / c.se, c.df) : (c.diff < margin ? 0 : 1);
     v.tost_p = std::max(p_low, p_high);
-    v.tie = c.ci90.lo >= -margin && c.ci90.hi <= margin;
+    v.tie = v.ci_tost.lo >= -margin && v.ci_tost.hi <= margin;
   }
   // The seeds each outcome would need; where the projection is met already but the outcome is
   // not (the permutation p fell short at these seeds), at least one more.
   const int now = static_cast<int>(c.paired ? c.n_a : std::min(c.n_a, c.n_b));
   auto one_more = [now](int n, bool reached) { return reached || n == kNeverEnough ? n : std::max(n, now + 1); };
-  v.seeds_difference = one_more(seeds_for_difference(c), v.sign != 0);
-  v.seeds_tie = std::isnan(margin) ? 0 : one_more(seeds_for_tie(c, margin), v.tie);
+  v.seeds_difference = one_more(seeds_for_difference(c, alpha), v.sign != 0);
+  v.seeds_tie = std::isnan(margin) ? 0 : one_more(seeds_for_tie(c, margin, alpha), v.tie);
   if (failed > 0) v.sign = 0, v.tie = false;
   if (!v.decided() && failed == 0) {
     const int d = v.seeds_difference, t = v.seeds_tie == 0 ? kNeverEnough : v.seeds_tie;

@@ -86,24 +86,31 @@ inline constexpr int kNeverEnough = -1;  // no number of seeds would decide
 // seeds for the permutation test to reach p < 0.05 (6 pairs; 4 a side); a tie at margin m needs
 // |diff| + t_{0.95,df}·se ≤ m. kNeverEnough when diff is 0 (difference) or |diff| ≥ m (tie);
 // 0 when there is no spread to project from (a side with one seed).
-int seeds_for_difference(const Comparison& c);
-int seeds_for_tie(const Comparison& c, double margin);
+// At a level alpha other than kAlpha (a look of a group-sequential plan), the same at that level.
+int seeds_for_difference(const Comparison& c, double alpha = kAlpha);
+int seeds_for_tie(const Comparison& c, double margin, double alpha = kAlpha);
 
 // The verdict on a comparison. `margin` is the tie margin m in the metric's units (NaN: no tie
 // test); `failed` the runs of either side that did not finish with a value: any makes the
-// verdict inconclusive (a verdict that leaves out the runs that failed is biased).
+// verdict inconclusive (a verdict that leaves out the runs that failed is biased). `alpha` is the
+// level of every test (kAlpha: 95% intervals, p < 0.05, TOST's 90% interval). A group-sequential
+// plan of K looks (more seeds in rounds until decided) tests each look at kAlpha / K: by the union
+// bound the chance of any false decision over all K looks stays ≤ kAlpha whatever the looks'
+// dependence (Bonferroni; checked by simulation in tests/test_compare.cpp).
 struct Verdict {
+  double alpha = kAlpha;
+  Interval ci, ci_tost;          // the (1 − alpha) t-interval of the difference, and TOST's (1 − 2·alpha)
   int failed = 0;
-  bool t_excludes_zero = false;  // the 95% t-interval excludes 0
+  bool t_excludes_zero = false;  // the (1 − alpha) t-interval excludes 0
   int sign = 0;                  // +1 / −1: A − B decisively > 0 / < 0 (t-interval and permutation)
   double margin = 0;             // m; NaN without a tie test
-  bool tie = false;              // TOST at m: the 90% t-interval inside [−m, m]
+  bool tie = false;              // TOST at m: the (1 − 2·alpha) t-interval inside [−m, m]
   double tost_p = 0;             // the larger of the two one-sided p-values; NaN without m
   // Seeds for a decided difference and for a tie (seeds_for_*, at least one more than now where
   // that outcome is not reached); the smaller of them when inconclusive. 0: not projected.
   int seeds_difference = 0, seeds_tie = 0, seeds_needed = 0;
   bool decided() const { return failed == 0 && (sign != 0 || tie); }
 };
-Verdict decide(const Comparison& c, double margin, int failed);
+Verdict decide(const Comparison& c, double margin, int failed, double alpha = kAlpha);
 
 }  // namespace lmx
