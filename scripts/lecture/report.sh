@@ -616,6 +616,23 @@ fu_row() {
 # seeds_of CSV NAME: the number of seed rows of NAME.
 seeds_of() { nseeds "$1" "$2" | cut -d' ' -f1; }
 
+UD="$RES/until_decided/looks.csv"
+if [[ -f "$UD" ]]; then
+cat <<EOM
+
+## Seeds until decided: R2's RoPE step
+
+The group-sequential plan of scripts/lecture/verdicts.sh (looks at $(rope_looks | tr ' ' '/') seeds, every
+test at 0.05/$(wc -w <<< "$(rope_looks)"); its rounds ran at $(sed -n 's/^commit: //p' "$RES/until_decided/wall_time.txt"), which holds the plan): the main run's step
+table is the first look, scripts/lecture/until_decided.sh added seeds in rounds of
+\`lmx ablate --one-at-a-time\` and stopped at the first decided look (results/until_decided/).
+
+| look | seeds | verdict |
+|---|---|---|
+$(awk -F'"' 'NR > 1 { split($1, a, ","); print "| " a[1] " | " a[2] " | " $2 " |" }' "$UD")
+EOM
+fi
+
 UL="$RES/03_attention/uptrain_lr_followup.csv"
 if [[ -f "$UL" && -f "$US" ]]; then
 SRCL="$(mktemp "${TMPDIR:-/tmp}/lmx-srcl.XXXXXX")"
