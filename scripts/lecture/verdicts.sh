@@ -29,8 +29,11 @@ verdict() {
 # seeds with its 95% Student-t interval (paired by seed when both sides hold the same seeds: t on
 # the per-seed differences, df n − 1; Welch's otherwise), the exact permutation p-value (sign
 # flips of the per-seed differences; unpaired, every relabeling of the pooled seeds) and the
-# equivalence test (TOST) at m = TIE_MARGIN × |mean of B| (1%: the lecture's "two seeds of one
-# config can differ by ~1%"). A comparison's outcome is
+# equivalence test (TOST) at m = TIE_MARGIN × |mean of B| (1%), or at the absolute TIE_ABS a
+# rule gives (report.sh's "within seed noise" rules: our seed-to-seed difference, seed_diff). For
+# a claim of a TIE the outcome is three-way (outcome tie): tie when the 90% interval lies inside
+# [−m, m], A or B only when it lies wholly outside, inconclusive otherwise. For a claim of a WIN
+# a comparison's outcome is
 #   A (B) wins    the 95% t-interval excludes 0 on A's (B's) side (lower ppl / loss, higher
 #                 accuracy) AND the permutation p < 0.05, so that no verdict changes between the
 #                 two tests. With n paired seeds the sign-flip p is never below 2/2^n (0.25 at 3,
@@ -48,7 +51,7 @@ verdict() {
 # lmx compare computes the tests (src/train/stats.h; its columns sig, tie, seeds_needed,
 # failed_a, failed_b); this script orders them. A claim of a tie checks "tie" first. A claim of a
 # winner checks the winners first; then a t-interval that excludes 0 without the permutation
-# test's agreement is inconclusive (the tests disagree) before a tie is looked for. A claim is
+# test's agreement is inconclusive (the tests disagree) before a tie is looked for (see outcome). A claim is
 # reproduced when every comparison it makes has the claimed outcome, not reproduced when one has
 # another definite outcome, and inconclusive otherwise. Where a verdict flipped with rounding
 # alone in earlier runs, the seeds were raised (01: 5 seeds), not the margin.
