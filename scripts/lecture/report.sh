@@ -478,7 +478,7 @@ RISE="$(mktemp "${TMPDIR:-/tmp}/lmx-rise.XXXXXX")"
 rounds=()
 for f in "$RES"/until_decided/ablation_seeds_round*.csv; do [[ -f "$f" ]] && rounds+=("$f"); done
 rise_table "$RES/05_recipe/ablation_seeds.csv" "${rounds[@]}" > "$RISE"
-rise_seeds_pre="$(awk -F, -v r="$ROPE_STEP" 'NR > 1 && $1 == r { k++ } END { print k + 0 }' "$RISE")"
+rise_seeds="$(rope_seeds "$RISE")"
 rise_steps=()
 while IFS= read -r step; do rise_steps+=("$step"); done < <(awk -F, 'NR > 1 && !($1 in s) { s[$1] = 1; print $1 }' "$RISE")
 rise_mean() { awk -F, -v n="$1" 'NR > 1 && $1 == n && $4 == "ok" { t += $3; k++ } END { if (k) printf "%+.4f", t / k }' "$RISE"; }
@@ -489,10 +489,9 @@ if [[ -n "$rope_looks_done" ]]; then
   IFS='|' read -r rope_n rope_text rope_verdict <<< "$(tail -1 <<< "$rope_looks_done")"
   rope_verdict+=" (look at $rope_n seeds of $(rope_looks | tr ' ' '/'), tests at 0.05/$(wc -w <<< "$(rope_looks)"))"
 else
-  rope_n="$rise_seeds_pre"; rope_text="n/a"
+  rope_n="$rise_seeds"; rope_text="n/a"
   rope_verdict="**inconclusive** (fewer seeds than the plan's first look, $(rope_looks | cut -d' ' -f1))"
 fi
-rise_seeds="$(awk -F, -v r="$ROPE_STEP" 'NR > 1 && $1 == r { k++ } END { print k + 0 }' "$RISE")"
 IFS="$R_SEP" read -r r2_o r2_r r2_v <<< "$(rule_r2 "$P")"
 # bk RECIPE: the recipe's mean far accuracy per distance bucket and per intervening-noun bucket.
 bk() { echo "d ≤10 / 11–20 / 21+: $(fmt "$(agg "$P" "$1" mean far_acc_d_le10)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_d11_20)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_d21up)" 4), other-gender nouns between 0 / 1 / 2+: $(fmt "$(agg "$P" "$1" mean far_acc_i0)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_i1)" 4) / $(fmt "$(agg "$P" "$1" mean far_acc_i2up)" 4)"; }

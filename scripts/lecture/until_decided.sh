@@ -19,7 +19,8 @@ main="$(dirname "$R")/05_recipe/ablation_seeds.csv"
 RISE="$(mktemp "${TMPDIR:-/tmp}/lmx-rise.XXXXXX")"
 tables=("$main")
 echo "look,seeds,verdict,comparisons" > "$R/looks.csv"
-have="$(rise_table "${tables[@]}" | awk -F, -v r="$ROPE_STEP" 'NR > 1 && $1 == r { k++ } END { print k + 0 }')"
+rise_table "${tables[@]}" > "$RISE"
+have="$(rope_seeds "$RISE")"
 round=0 look=0
 for n in $(rope_looks); do
   look=$((look + 1))

@@ -225,9 +225,11 @@ rope_step_look() {
 }
 # rope_step_sequential RISE: the looks the table's seeds reach, in order, up to the first decided
 # one: "N|TEXT|VERDICT" per look, one a line (the last line is the plan's verdict so far).
+# rope_seeds RISE: the seeds of a rise table (the RoPE step's rows).
+rope_seeds() { awk -F, -v r="$ROPE_STEP" 'NR > 1 && $1 == r { k++ } END { print k + 0 }' "$1"; }
 rope_step_sequential() {
   local n have text v
-  have="$(awk -F, -v r="$ROPE_STEP" 'NR > 1 && $1 == r { k++ } END { print k + 0 }' "$1")"
+  have="$(rope_seeds "$1")"
   for n in $(rope_looks); do
     ((n <= have)) || break
     IFS='|' read -r text v <<< "$(rope_step_look "$1" "$n")"
