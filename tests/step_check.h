@@ -26,7 +26,7 @@ inline ModelConfig fused_model(const std::string& position, const std::string& n
   m.d_ff = 48;
   m.position = position;
   m.norm = norm;
-  m.norm_placement = placement;
+  m.norm_placement = parse_option<NormPlacement>(placement);
   m.ffn = ffn;
   m.bias = bias;
   m.tie_embeddings = tie;

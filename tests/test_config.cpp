@@ -179,6 +179,10 @@ TEST_CASE("the CLI exits 2 with one line for bad input", "[config][cli]") {
     CHECK(std::count(longname.output.begin(), longname.output.end(), '\n') <= 2);  // error + hint
   }
   CHECK(lmx::test::run_lmx("--device cuda --version").code == 2);
+  auto tpu = lmx::test::run_lmx("--device tpu --version");
+  CHECK(tpu.code == 2);
+  CHECK(tpu.output.find("unknown device 'tpu'") != std::string::npos);
+  CHECK(tpu.output.find("valid devices: cpu, cuda") != std::string::npos);
   CHECK(lmx::test::run_lmx("frobnicate").code == 2);
   auto v = lmx::test::run_lmx("--version");
   CHECK(v.code == 0);

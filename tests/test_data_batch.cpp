@@ -42,8 +42,8 @@ TEST_CASE("doc rows: one per document, long ones cut with every target once", "[
   CHECK(rows.rows[0] == std::vector<int32_t>{kBos, 10, 11, kEos});
   CHECK(rows.rows[1] == std::vector<int32_t>{kBos, 20, 21, 22, 23});
   CHECK(rows.rows[2] == std::vector<int32_t>{23, 24, 25, 26, kEos});
-  CHECK_THROWS_AS(parse_layout("stacked"), InputError);
-  CHECK(parse_layout("packed") == Layout::Packed);
+  CHECK_THROWS_AS(parse_option<DataLayout>("stacked"), InputError);
+  CHECK(parse_option<DataLayout>("packed") == Layout::Packed);
 }
 
 TEST_CASE("packed rows: documents joined by <eos>, seq_len + 1 tokens overlapping by one", "[data]") {

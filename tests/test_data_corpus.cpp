@@ -281,13 +281,13 @@ TEST_CASE("text corpus: bytes, deterministic splits, round trip", "[data]") {
   dir.write("texts/b.txt", b);
   dir.write("texts/skip.md", "not read");
   DataConfig cfg;
-  cfg.kind = "text";
+  cfg.kind = DataKind::Text;
   cfg.text_path = dir.file("texts");
   cfg.text_doc_len = 64;
   cfg.val_fraction = 0.1;
   cfg.test_fraction = 0.05;
   Corpus c = load_corpus(cfg);
-  CHECK(c.kind == "text");
+  CHECK(c.kind == DataKind::Text);
   CHECK_FALSE(c.truth);
   CHECK(c.vocab.size() == 259);
   CHECK(c.vocab.bytes);

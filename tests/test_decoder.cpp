@@ -68,13 +68,13 @@ TEST_CASE("the inference engine's logits are the module path's, bit for bit, for
       {"llama: RMSNorm, swiglu, rope, GQA 4/2, no bias",
        [](ModelConfig& c) { c.norm = "rmsnorm", c.ffn = "swiglu", c.position = "rope", c.n_kv_heads = 2, c.bias = false; }},
       {"MQA, rope interleaved, geglu, tied", [](ModelConfig& c) {
-         c.n_kv_heads = 1, c.position = "rope", c.rope_layout = "interleaved", c.ffn = "geglu", c.tie_embeddings = true; }},
+         c.n_kv_heads = 1, c.position = "rope", c.rope_layout = RopeLayout::Interleaved, c.ffn = "geglu", c.tie_embeddings = true; }},
       {"rope yarn x2, reglu", [](ModelConfig& c) {
-         c.position = "rope", c.rope_scaling = "yarn", c.rope_factor = 2, c.ffn = "reglu"; }},
+         c.position = "rope", c.rope_scaling = RopeScaling::Yarn, c.rope_factor = 2, c.ffn = "reglu"; }},
       {"post-norm LayerNorm, learned positions, gelu", [](ModelConfig& c) {
-         c.norm_placement = "post", c.position = "learned", c.ffn = "gelu"; }},
+         c.norm_placement = NormPlacement::Post, c.position = "learned", c.ffn = "gelu"; }},
       {"post-norm RMSNorm, NoPE, silu, sqrt_d embeddings", [](ModelConfig& c) {
-         c.norm_placement = "post", c.norm = "rmsnorm", c.position = "none", c.ffn = "silu", c.embed_scale = "sqrt_d"; }},
+         c.norm_placement = NormPlacement::Post, c.norm = "rmsnorm", c.position = "none", c.ffn = "silu", c.embed_scale = EmbedScale::SqrtD; }},
       {"NoPE, swish beta 1.5, head dim 16", [](ModelConfig& c) {
          c.position = "none", c.ffn = "swish", c.swish_beta = 1.5, c.n_heads = 2; }},
       {"gelu_tanh, one layer", [](ModelConfig& c) { c.ffn = "gelu_tanh", c.n_layers = 1; }},

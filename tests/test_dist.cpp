@@ -75,28 +75,28 @@ TEST_CASE("the backend: NCCL for cuda where built, else Gloo, and refusals that 
   const auto built = dist::backends();
   const auto has = [&](const char* b) { return std::find(built.begin(), built.end(), b) != built.end(); };
   CHECK(has("gloo"));  // this build (Debian's LibTorch, libgloo-dev)
-  CHECK(dist::choose_backend("cpu", nullptr) == "gloo");
-  CHECK(dist::choose_backend("cpu", "") == "gloo");
-  CHECK(dist::choose_backend("cpu", "gloo") == "gloo");
-  CHECK(dist::choose_backend("cuda", nullptr) == (has("nccl") ? "nccl" : "gloo"));
-  CHECK(dist::choose_backend("cuda", "gloo") == "gloo");
-  CHECK(dist::choose_backend("cuda", nullptr, /*gpu_per_rank=*/false) == "gloo");  // NCCL: one rank per GPU
-  CHECK_THROWS_WITH(dist::choose_backend("cpu", "mpi"), Catch::Contains("LMX_DIST_BACKEND=mpi: expected gloo or nccl"));
+  CHECK(dist::choose_backend(DeviceKind::Cpu, nullptr) == "gloo");
+  CHECK(dist::choose_backend(DeviceKind::Cpu, "") == "gloo");
+  CHECK(dist::choose_backend(DeviceKind::Cpu, "gloo") == "gloo");
+  CHECK(dist::choose_backend(DeviceKind::Cuda, nullptr) == (has("nccl") ? "nccl" : "gloo"));
+  CHECK(dist::choose_backend(DeviceKind::Cuda, "gloo") == "gloo");
+  CHECK(dist::choose_backend(DeviceKind::Cuda, nullptr, /*gpu_per_rank=*/false) == "gloo");  // NCCL: one rank per GPU
+  CHECK_THROWS_WITH(dist::choose_backend(DeviceKind::Cpu, "mpi"), Catch::Contains("LMX_DIST_BACKEND=mpi: expected gloo or nccl"));
   if (has("nccl")) {
-    CHECK(dist::choose_backend("cuda", "nccl") == "nccl");
-    CHECK_THROWS_WITH(dist::choose_backend("cpu", "nccl"), Catch::Contains("needs train.device cuda"));
+    CHECK(dist::choose_backend(DeviceKind::Cuda, "nccl") == "nccl");
+    CHECK_THROWS_WITH(dist::choose_backend(DeviceKind::Cpu, "nccl"), Catch::Contains("needs train.device cuda"));
   } else {
-    CHECK_THROWS_WITH(dist::choose_backend("cuda", "nccl"), Catch::Contains("built without it (built: gloo)"));
+    CHECK_THROWS_WITH(dist::choose_backend(DeviceKind::Cuda, "nccl"), Catch::Contains("built without it (built: gloo)"));
   }
   // Each rank's device: the CPU whatever the local rank; cuda is refused without CUDA.
-  CHECK(runtime::make_device("cpu", 3) == torch::Device(torch::kCPU));
+  CHECK(runtime::make_device(DeviceKind::Cpu, 3) == torch::Device(torch::kCPU));
   if (!torch::cuda::is_available()) {
-    CHECK_THROWS_AS(runtime::make_device("cuda", 0), InputError);
+    CHECK_THROWS_AS(runtime::make_device(DeviceKind::Cuda, 0), InputError);
   } else {
     const auto gpus = static_cast<int>(torch::cuda::device_count());
-    CHECK(runtime::make_device("cuda", gpus + 1).index() == (gpus + 1) % gpus);
+    CHECK(runtime::make_device(DeviceKind::Cuda, gpus + 1).index() == (gpus + 1) % gpus);
   }
-  CHECK_THROWS_AS(runtime::make_device("tpu", 0), InputError);
+  CHECK_THROWS_AS(parse_option<DeviceKind>("tpu"), InputError);  // the config key (the --device flag: test_config)
 }
 
 TEST_CASE("launcher environments: torchrun, Slurm, none", "[dist]") {

@@ -100,7 +100,7 @@ TEST_CASE("fused attention: whole-model logits and parameter gradients equal the
       ModelConfig c = model_config(position, kv_heads, bias);
       c.norm = "rmsnorm";  // rmsnorm: the fused RMSNorm and residual + RMSNorm too
       if (std::string(norm) == "layernorm") c.norm = norm;
-      if (std::string(norm) == "rmsnorm post") c.norm_placement = "post";
+      if (std::string(norm) == "rmsnorm post") c.norm_placement = NormPlacement::Post;
       if (c.norm == "rmsnorm") c.ffn = "swiglu", c.d_ff = 100;  // the fused SwiGLU, a width with a tail
       torch::manual_seed(3);
       ModernLM model(c);

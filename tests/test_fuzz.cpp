@@ -250,7 +250,7 @@ TEST_CASE("fuzz: corrupt and truncated checkpoints give an lmx error, never a cr
     optimizer->step();
   }
   TrainState st;
-  st.status = "interrupted";
+  st.status = RunStatus::Interrupted;
   st.steps = 1;
   auto meta = state_metadata(st);
   meta["seed"] = "0";

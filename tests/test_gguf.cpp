@@ -231,7 +231,7 @@ TEST_CASE("export_gguf writes GGUF v3 that a minimal reader parses back exactly"
   const auto last = g.tensors.back().second;
   CHECK(g.data_start + last.offset + 4 * last.dims[0] * (last.dims.size() > 1 ? last.dims[1] : 1) <= g.bytes.size());
   SECTION("embed_scale sqrt_d: token_embd scaled, output the unscaled head, tied or not") {
-    m.embed_scale = "sqrt_d";
+    m.embed_scale = EmbedScale::SqrtD;
     const Checkpoint cs = gguf_checkpoint(dir, m);
     export_gguf(cs, gguf_words(19), dir.file("s.gguf"));
     const Gguf gs = read_gguf(dir.file("s.gguf"));
@@ -241,7 +241,7 @@ TEST_CASE("export_gguf writes GGUF v3 that a minimal reader parses back exactly"
     CHECK(torch::equal(gs.f32("output.weight"), tied ? E : gguf_param(cs, "lm_head.weight")));
   }
   SECTION("interleaved RoPE weights are written as they are; f16 halves the matrices, norms stay f32") {
-    m.rope_layout = "interleaved";
+    m.rope_layout = RopeLayout::Interleaved;
     const Checkpoint ci = gguf_checkpoint(dir, m);
     export_gguf(ci, gguf_words(19), dir.file("i.gguf"), "f16");
     const Gguf gi = read_gguf(dir.file("i.gguf"));
@@ -258,7 +258,7 @@ TEST_CASE("export_gguf refuses what llama.cpp's llama cannot express, leaving th
   SECTION("layernorm") { m.norm = "layernorm", component = "model.norm is layernorm"; }
   SECTION("biases") { m.bias = true, component = "model.bias is true"; }
   SECTION("gelu ffn") { m.ffn = "gelu", component = "model.ffn is gelu"; }
-  SECTION("yarn") { m.rope_scaling = "yarn", m.rope_factor = 2, component = "model.rope_scaling is yarn"; }
+  SECTION("yarn") { m.rope_scaling = RopeScaling::Yarn, m.rope_factor = 2, component = "model.rope_scaling is yarn"; }
   const Checkpoint ck = gguf_checkpoint(dir, m);
   const std::string out = dir.write("old.gguf", "previous");
   CHECK_THROWS_AS(export_gguf(ck, gguf_words(19), out), InputError);

@@ -59,7 +59,7 @@ TEST_CASE("an HF Llama folder gives transformers' logits (PyTorch fixture, rotat
   Checkpoint ck = read_checkpoint(dir);
   const ModelConfig& m = ck.config.model;
   CHECK(m.n_kv_heads == 2);
-  CHECK(m.rope_scaling == "linear");
+  CHECK(m.rope_scaling == RopeScaling::Linear);
   CHECK(m.rope_factor == 2.0);
   CHECK(m.rope_theta == 500.0);
   CHECK(m.norm_eps == 1e-6);
@@ -82,7 +82,7 @@ TEST_CASE("lmx -> HF Llama -> lmx keeps the weights, the config and the logits",
   TempDir dir;
   ModelConfig m = lmx::test::small_llama();
   SECTION("half layout, untied, linear scaling: bitwise") {
-    m.rope_scaling = "linear";
+    m.rope_scaling = RopeScaling::Linear;
     m.rope_factor = 2.0;
     m.head_dim = 8;  // not d_model / n_heads: written as head_dim
     Checkpoint src = read_checkpoint(write_checkpoint(dir, m));
@@ -105,9 +105,9 @@ TEST_CASE("lmx -> HF Llama -> lmx keeps the weights, the config and the logits",
     for (const auto& [name, t] : src.tensors) CHECK(torch::equal(tensor(back, name), t));
   }
   SECTION("interleaved layout, tied head, ntk scaling: the same function") {
-    m.rope_layout = "interleaved";
+    m.rope_layout = RopeLayout::Interleaved;
     m.tie_embeddings = true;
-    m.rope_scaling = "ntk";
+    m.rope_scaling = RopeScaling::Ntk;
     m.rope_factor = 4.0;
     Checkpoint src = read_checkpoint(write_checkpoint(dir, m));
     export_hf_llama(src, dir.file("hf"));
@@ -116,7 +116,7 @@ TEST_CASE("lmx -> HF Llama -> lmx keeps the weights, the config and the logits",
     CHECK(j["rope_theta"].get<double>() == Approx(10000.0 * std::pow(4.0, 6.0 / 4.0)));  // θ·s^(D/(D−2)), D = 6
     CHECK(j["tie_word_embeddings"] == true);
     Checkpoint back = read_checkpoint(dir.file("hf"));
-    CHECK(back.config.model.rope_layout == "half");
+    CHECK(back.config.model.rope_layout == RopeLayout::Half);
     CHECK_FALSE(torch::equal(tensor(back, "model.layers.0.self_attn.q_proj.weight"),
                              tensor(src, "model.layers.0.self_attn.q_proj.weight")));  // permuted rows
     torch::NoGradGuard no_grad;
@@ -130,7 +130,7 @@ TEST_CASE("embed_scale sqrt_d exports as a Llama: the scale folded into the embe
           "[model][hf]") {
   TempDir dir;
   ModelConfig m = lmx::test::small_llama();  // d_model 24: √24 is not a power of two
-  m.embed_scale = "sqrt_d";
+  m.embed_scale = EmbedScale::SqrtD;
   m.tie_embeddings = GENERATE(true, false);
   Checkpoint src = read_checkpoint(write_checkpoint(dir, m));
   export_hf_llama(src, dir.file("hf"));
@@ -141,7 +141,7 @@ TEST_CASE("embed_scale sqrt_d exports as a Llama: the scale folded into the embe
   const torch::Tensor E = tensor(src, "model.embed_tokens.weight");
   const torch::Tensor H = m.tie_embeddings ? E : tensor(src, "lm_head.weight");
   Checkpoint back = read_checkpoint(dir.file("hf"));
-  CHECK(back.config.model.embed_scale == "1");
+  CHECK(back.config.model.embed_scale == EmbedScale::One);
   CHECK_FALSE(back.config.model.tie_embeddings);
   CHECK(torch::equal(tensor(back, "model.embed_tokens.weight"), E * std::sqrt(24.0)));
   CHECK(torch::equal(tensor(back, "lm_head.weight"), H));
@@ -160,12 +160,12 @@ TEST_CASE("export refuses what LlamaForCausalLM cannot express, naming the compo
   };
   CHECK(blocked([](ModelConfig&) {}).empty());
   CHECK_THAT(blocked([](ModelConfig& m) { m.norm = "layernorm"; }), Catch::StartsWith("model.norm "));
-  CHECK_THAT(blocked([](ModelConfig& m) { m.norm_placement = "post"; }), Catch::StartsWith("model.norm_placement"));
+  CHECK_THAT(blocked([](ModelConfig& m) { m.norm_placement = NormPlacement::Post; }), Catch::StartsWith("model.norm_placement"));
   CHECK_THAT(blocked([](ModelConfig& m) { m.ffn = "geglu"; }), Catch::StartsWith("model.ffn"));
   CHECK_THAT(blocked([](ModelConfig& m) { m.position = "alibi"; }), Catch::StartsWith("model.position"));
   CHECK_THAT(blocked([](ModelConfig& m) { m.bias = true; }), Catch::StartsWith("model.bias"));
   CHECK_THAT(blocked([](ModelConfig& m) { m.attention = "mla"; }), Catch::StartsWith("model.attention"));
-  CHECK_THAT(blocked([](ModelConfig& m) { m.rope_scaling = "yarn"; }), Catch::StartsWith("model.rope_scaling"));
+  CHECK_THAT(blocked([](ModelConfig& m) { m.rope_scaling = RopeScaling::Yarn; }), Catch::StartsWith("model.rope_scaling"));
   ModelConfig m = lmx::test::small_llama();
   m.norm = "layernorm";
   Checkpoint src = read_checkpoint(write_checkpoint(dir, m));

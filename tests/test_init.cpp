@@ -17,7 +17,7 @@ ModelConfig small_model(const std::string& init) {
   m.n_layers = 2;
   m.n_heads = 4;
   m.d_ff = 256;
-  m.init = init;
+  m.init = parse_option<InitScheme>(init);
   return m;
 }
 
@@ -98,7 +98,7 @@ TEST_CASE("tied head under torch_default: the embedding keeps N(0, 1), the head 
 TEST_CASE("tied head with tied_init linear: the shared matrix draws nn.Linear's U(±1/√d_model)", "[model][init]") {
   ModelConfig m = small_model("torch_default");
   m.tie_embeddings = true;
-  m.tied_init = "linear";
+  m.tied_init = TiedInit::Linear;
   torch::manual_seed(1);
   ModernLM model(m);
   auto params = model->named_parameters();
@@ -124,7 +124,7 @@ TEST_CASE("embed_scale sqrt_d multiplies the token embeddings by √d_model", "[
   m.n_layers = 1;
   torch::manual_seed(2);
   ModernLM plain(m);
-  m.embed_scale = "sqrt_d";
+  m.embed_scale = EmbedScale::SqrtD;
   torch::manual_seed(2);
   ModernLM scaled(m);
   // Same weights; with the embeddings scaled by 8 the model's logits differ, and scaling the

@@ -102,8 +102,8 @@ TEST_CASE("incremental decoding equals the full forward for every attention × p
       c.n_kv_heads = v.n_kv_heads;
       c.mla_q_rank = v.q_rank;
       c.mla_absorb = v.absorb;
-      c.rope_layout = p.layout;
-      c.rope_scaling = p.scaling;
+      c.rope_layout = parse_option<RopeLayout>(p.layout);
+      c.rope_scaling = parse_option<RopeScaling>(p.scaling);
       c.rope_factor = p.scaling == "none" ? 1.0 : 2.0;
       DYNAMIC_SECTION(v.name << " × " << p.position << " " << p.layout << " " << p.scaling) {
         torch::manual_seed(6);

@@ -22,8 +22,8 @@ namespace {
 ModelConfig rope_cfg(const std::string& layout, const std::string& scaling = "none", double factor = 1.0) {
   ModelConfig c;
   c.position = "rope";
-  c.rope_layout = layout;
-  c.rope_scaling = scaling;
+  c.rope_layout = parse_option<RopeLayout>(layout);
+  c.rope_scaling = parse_option<RopeScaling>(scaling);
   c.rope_factor = factor;
   return c;
 }

@@ -24,7 +24,7 @@ struct PackableCase {
 
 std::vector<PackableCase> packable_cases() {
   ModelConfig interleaved = fused_model("rope", "rmsnorm", "pre", "swiglu", 2, false);
-  interleaved.rope_layout = "interleaved";
+  interleaved.rope_layout = RopeLayout::Interleaved;
   return {
       {"textbook-like: sinusoidal, LayerNorm, ReLU, biases", fused_model("sinusoidal", "layernorm", "pre", "relu", 4, true)},
       {"llama-like: RoPE, RMSNorm, SwiGLU, GQA 4/2", fused_model("rope", "rmsnorm", "pre", "swiglu", 2, false)},

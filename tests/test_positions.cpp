@@ -31,7 +31,7 @@ TEST_CASE("the presets train every position their evaluation scores", "[data][po
   for (const char* preset : {"configs/textbook.yaml", "configs/original.yaml", "configs/llama.yaml"}) {
     INFO(preset);
     const Config cfg = load_config(test::source_path(preset));
-    REQUIRE(cfg.data.layout == "doc");
+    REQUIRE(cfg.data.layout == DataLayout::Doc);
     const data::Corpus corpus = data::load_corpus(cfg.data);
     const data::Rows rows = data::train_rows(corpus.train, cfg, corpus.vocab.eos);
     CHECK(rows.rows.size() == corpus.train.size());  // no training document is cut
@@ -59,7 +59,7 @@ TEST_CASE("doc rows are cut only at the model's context, packed rows at data.seq
   REQUIRE(doc.rows.size() == 3);  // the second document (11 targets) is longer than 8: two rows
   CHECK(doc.rows[0] == docs[0]);
   CHECK(doc.rows[1].size() == 9);
-  cfg.data.layout = "packed";
+  cfg.data.layout = DataLayout::Packed;
   CHECK(data::train_row_len(cfg) == 3);
 }
 

@@ -210,7 +210,7 @@ TEST_CASE("probe gradnorm: one row per layer, matching a direct backward pass", 
   // pos / 10000^(2i/C)), the blocks' part the rest.
   const auto W = model->named_parameters()["model.embed_tokens.weight"].detach().to(torch::kFloat64);
   const int64_t C = W.size(1);
-  const double scale = cfg.model.embed_scale == "sqrt_d" ? std::sqrt(static_cast<double>(C)) : 1.0;
+  const double scale = cfg.model.embed_scale == EmbedScale::SqrtD ? std::sqrt(static_cast<double>(C)) : 1.0;
   double emb_sum = 0, blk_sum = 0;
   for (int64_t b = 0; b < s.size(0); ++b)
     for (int64_t t = 0; t < s.size(1); ++t) {

@@ -38,13 +38,13 @@ TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical 
   fs::create_directories(full);
   fs::create_directories(cut);
   RunResult a = train_run(cfg, resume_corpus(), {11, full.string(), false});
-  REQUIRE(a.status == "ok");
+  REQUIRE(a.status == RunStatus::Ok);
 
   // Fault injection: as if SIGINT arrived during step 7 (not an eval step), then during 15 (after
   // the eval at 15: best_val_ppl must survive), then the rest.
   RunResult b1 = train_interrupted(cfg, {11, cut.string()}, 7);
   signals::reset();
-  CHECK(b1.status == "interrupted");
+  CHECK(b1.status == RunStatus::Interrupted);
   CHECK(b1.steps == 7);
   Checkpoint ck = read_checkpoint((cut / "model.safetensors").string());
   CHECK(ck.metadata.at("status") == "interrupted");
@@ -56,13 +56,13 @@ TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical 
   o2.resume = true;
   RunResult b2 = train_interrupted(cfg, o2, 15);
   signals::reset();
-  CHECK(b2.status == "interrupted");
+  CHECK(b2.status == RunStatus::Interrupted);
   CHECK(b2.steps == 15);
 
   RunOptions o3(11, cut.string());
   o3.resume = true;
   RunResult b3 = train_run(cfg, resume_corpus(), o3);
-  REQUIRE(b3.status == "ok");
+  REQUIRE(b3.status == RunStatus::Ok);
   CHECK(b3.steps == 24);
   CHECK(metrics_without_speed((cut / "metrics.csv").string()) == metrics_without_speed((full / "metrics.csv").string()));
   require_same_weights((full / "model.safetensors").string(), (cut / "model.safetensors").string());
@@ -77,7 +77,7 @@ TEST_CASE("interrupted twice and resumed: metrics and weights bitwise identical 
   RunOptions o4(11, cut.string());
   o4.resume = true;
   RunResult b4 = train_run(cfg, resume_corpus(), o4);
-  CHECK(b4.status == "ok");
+  CHECK(b4.status == RunStatus::Ok);
   CHECK(b4.steps == 24);
   CHECK(b4.test.ppl == a.test.ppl);
   CHECK(b4.final_val_ppl == a.final_val_ppl);

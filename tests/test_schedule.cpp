@@ -21,7 +21,7 @@ TEST_CASE("learning-rate schedules at chosen steps", "[train]") {
     CHECK(lr_at(t, 9, total) == Approx(1e-3));
   }
   SECTION("cosine reaches min_lr at the last step, lr + min_lr over 2 half way") {
-    t.schedule = "cosine";
+    t.schedule = Schedule::Cosine;
     CHECK(lr_at(t, 10, total) == Approx(1e-3));
     const double mid = 10 + 99 / 2.0;  // progress 0.5 at step 59.5: check the two neighbours bracket it
     CHECK(lr_at(t, static_cast<int64_t>(mid), total) > 5.5e-4);
@@ -32,13 +32,13 @@ TEST_CASE("learning-rate schedules at chosen steps", "[train]") {
     CHECK(lr_at(t, q, total) == Approx(1e-4 + 9e-4 * 0.5 * (1 + std::cos(M_PI * 24.0 / 99.0))));
   }
   SECTION("linear decay") {
-    t.schedule = "linear";
+    t.schedule = Schedule::Linear;
     CHECK(lr_at(t, 10, total) == Approx(1e-3));
     CHECK(lr_at(t, 109, total) == Approx(1e-4));
     CHECK(lr_at(t, 10 + 33, total) == Approx(1e-3 - 9e-4 * 33.0 / 99.0));
   }
   SECTION("constant after warm-up, no warm-up starts at lr") {
-    t.schedule = "constant";
+    t.schedule = Schedule::Constant;
     CHECK(lr_at(t, 50, total) == Approx(1e-3));
     t.warmup_steps = 0;
     CHECK(lr_at(t, 0, total) == Approx(1e-3));

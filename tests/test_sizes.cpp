@@ -83,7 +83,7 @@ TEST_CASE("small configs counted by hand", "[sizes]") {
     CHECK(p.total() == 11 * 8 + 3 * (288 + 280 + 32) + 16 + 99);
   }
   SECTION("post-norm has no final norm; tied head without bias has no parameters") {
-    m.norm_placement = "post";
+    m.norm_placement = NormPlacement::Post;
     m.tie_embeddings = true;
     m.bias = false;
     m.norm = "rmsnorm";

@@ -48,7 +48,7 @@ SplitOutcome split_outcome(const ModelConfig& mc, const std::vector<MicroBatch>&
   tc.split_batch = true;
   auto opt = make_optimizer(model, tc);
   SplitOutcome o;
-  o.step = train_step(model, *opt, micro, 1e-2, 1.0, "fp32", -1, step_parts(tc, torch::kCPU));
+  o.step = train_step(model, *opt, micro, 1e-2, 1.0, Precision::Fp32, -1, step_parts(tc, torch::kCPU));
   for (auto& p : model->parameters()) {
     o.grads.push_back(p.grad().clone());
     o.params.push_back(p.detach().clone());

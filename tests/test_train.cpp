@@ -166,7 +166,7 @@ TEST_CASE("same seed and threads give bitwise-identical metrics — eval of the 
   fs::create_directories(b);
   RunResult ra = train_run(cfg, small_corpus(), {7, a.string(), false});
   RunResult rb = train_run(cfg, small_corpus(), {7, b.string(), false});
-  REQUIRE(ra.status == "ok");
+  REQUIRE(ra.status == RunStatus::Ok);
   CHECK(ra.steps == 20);
   CHECK(metrics_without_speed((a / "metrics.csv").string()) == metrics_without_speed((b / "metrics.csv").string()));
   CHECK(ra.test.ppl == rb.test.ppl);
@@ -199,7 +199,7 @@ TEST_CASE("a NaN loss marks the run diverged at its step", "[train]") {
   plan.nan_loss_step = 4;
   const lmx::faults::Scope fault(plan);
   RunResult r = train_run(cfg, small_corpus(), {3, dir.path.string(), false});
-  CHECK(r.status == "diverged");
+  CHECK(r.status == RunStatus::Diverged);
   CHECK(r.steps == 4);
   CHECK(r.message.find("step 4") != std::string::npos);
   CHECK(r.message.find("model.") != std::string::npos);  // names the offending parameter
@@ -211,7 +211,7 @@ TEST_CASE("packed layout trains on fixed-length rows", "[train]") {
   apply_override(cfg, "data.layout=packed");
   apply_override(cfg, "data.seq_len=32");
   RunResult r = train_run(cfg, small_corpus(), {0, dir.path.string(), false});
-  CHECK(r.status == "ok");
+  CHECK(r.status == RunStatus::Ok);
   CHECK(std::isfinite(r.test.ppl));
   // The pronoun metric is defined on whole documents only: its columns, no values.
   CHECK(std::isnan(r.test.metrics.get("far_pronoun_acc")));
@@ -228,7 +228,7 @@ TEST_CASE("mean train loss over the last epoch and the first steps: the mean of 
   apply_override(cfg, "train.steps=0");
   apply_override(cfg, "train.epochs=2");
   RunResult r = train_run(cfg, small_corpus(), {0, dir.path.string(), false});
-  REQUIRE(r.status == "ok");
+  REQUIRE(r.status == RunStatus::Ok);
   Table m = read_csv((dir.path / "metrics.csv").string());
   const int loss = column(m, "train_loss");
   const data::Corpus& c = small_corpus();
@@ -314,12 +314,12 @@ TEST_CASE("train.precision bf16: the CPU's bf16 GEMMs where it has them, else au
   const bool gemms = gemm::bf16_unavailable().empty();
   INFO("bf16 GEMMs: " << (gemms ? "yes" : gemm::bf16_unavailable()));
   {
-    AutocastGuard on("bf16", c10::DeviceType::CPU);
+    AutocastGuard on(Precision::Bf16, c10::DeviceType::CPU);
     CHECK(gemm::bf16_on() == gemms);
     CHECK(autocast_active(c10::DeviceType::CPU) == !gemms);
     CHECK(torch::mm(a, b).scalar_type() == (gemms ? torch::kFloat32 : torch::kBFloat16));
     {
-      AutocastGuard off("fp32", c10::DeviceType::CPU);  // fp32 leaves the outer state alone
+      AutocastGuard off(Precision::Fp32, c10::DeviceType::CPU);  // fp32 leaves the outer state alone
       CHECK(gemm::bf16_on() == gemms);
       CHECK(autocast_active(c10::DeviceType::CPU) == !gemms);
     }
@@ -335,10 +335,10 @@ TEST_CASE("train.precision bf16: the CPU's bf16 GEMMs where it has them, else au
   fs::create_directories(dir.path / "fp");
   fs::create_directories(dir.path / "bf");
   RunResult fp = train_run(cfg, small_corpus(), {3, (dir.path / "fp").string(), false});
-  cfg.train.precision = "bf16";
+  cfg.train.precision = Precision::Bf16;
   RunResult bf = train_run(cfg, small_corpus(), {3, (dir.path / "bf").string(), false});
-  REQUIRE(fp.status == "ok");
-  REQUIRE(bf.status == "ok");
+  REQUIRE(fp.status == RunStatus::Ok);
+  REQUIRE(bf.status == RunStatus::Ok);
   CHECK(std::isfinite(bf.test.ppl));
   CHECK(bf.test.ppl == Approx(fp.test.ppl).epsilon(0.05));
   CHECK(bf.test.ppl != fp.test.ppl);
@@ -350,7 +350,7 @@ TEST_CASE("train.precision bf16 with LMX_BF16_GEMM=0: LibTorch's autocast on the
   ::setenv("LMX_BF16_GEMM", "0", 1);
   CHECK_FALSE(gemm::bf16_unavailable().empty());
   {
-    AutocastGuard on("bf16", c10::DeviceType::CPU);
+    AutocastGuard on(Precision::Bf16, c10::DeviceType::CPU);
     CHECK(autocast_active(c10::DeviceType::CPU));
     CHECK_FALSE(gemm::bf16_on());
     CHECK(torch::mm(torch::randn({4, 8}), torch::randn({8, 2})).scalar_type() == torch::kBFloat16);

@@ -122,7 +122,7 @@ TEST_CASE("a NaN gradient in one parameter: diverged at its step, naming the par
   const lmx::faults::Scope fault(plan);
   RunResult r = train_run(cfg, resume_corpus(), {1, dir.path.string()});
   INFO(r.message);
-  CHECK(r.status == "diverged");
+  CHECK(r.status == RunStatus::Diverged);
   CHECK(r.steps == 6);
   CHECK(r.message.find("step 6") != std::string::npos);
   CHECK(r.message.find("first non-finite gradient in model.layers.1.mlp.down_proj.weight") != std::string::npos);

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace lmx::cli {
 
 // A numeric option check whose message names the range as a person writes it ("must be > 0",
@@ -29,7 +31,8 @@ inline const CLI::Validator NonNegative = numeric_check([](double v) { return v 
 
 struct Globals {
   int threads = 0;             // 0 = runtime::default_threads()
-  std::string device = "cpu";  // cpu | cuda
+  std::string device_flag = "cpu";       // --device as given: cpu | cuda
+  DeviceKind device = DeviceKind::Cpu;  // --device, parsed (entry.cpp)
   long long seed = -1;         // -1 = the config's / verb's default
   std::string out;             // output directory (verbs that write results)
   int verbose = 0;

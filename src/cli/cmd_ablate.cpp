@@ -128,7 +128,7 @@ Table ablation_table(const std::vector<GridPoint>& points, const Table& seeds) {
     std::vector<std::vector<double>> v_metric(metrics.size());
     std::string n_params;
     for (const auto& row : seeds.rows) {
-      if (row[0] != p.name || row[status] != "ok") continue;
+      if (row[0] != p.name || !is_status(row[status], RunStatus::Ok)) continue;
       v_ppl.push_back(std::stod(row[ppl]));
       for (size_t k = 0; k < metrics.size(); ++k)
         v_metric[k].push_back(row[metrics[k]].empty() ? NAN : std::stod(row[metrics[k]]));

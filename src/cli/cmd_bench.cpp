@@ -139,7 +139,7 @@ double decode_tokens_per_s(ModernLM& model, int64_t len, int64_t vocab, bool cac
 // gradient gyᵀ·x, plus the bias gradient's column sum (and in bf16 the conversions the layers
 // make); ms per step, the mean of `reps` repetitions. What a step costs at least with this
 // GEMM: the floor the rest of the step adds to.
-double linear_gemm_ms(ModernLM& model, int64_t rows, int reps, const std::string& precision) {
+double linear_gemm_ms(ModernLM& model, int64_t rows, int reps, Precision precision) {
   struct Shape {
     torch::Tensor x, w, b, gy;
   };

@@ -97,7 +97,7 @@ Side read_side(const std::string& spec, const std::string& metric) {
     const std::string text = cell(col);  // strtod's end points into it
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
-    if (cell(status) != "ok") side.failed.push_back({seed, cell(status).empty() ? "no status" : cell(status)});
+    if (!is_status(cell(status), RunStatus::Ok)) side.failed.push_back({seed, cell(status).empty() ? "no status" : cell(status)});
     else if (text.empty() || *end != '\0') side.failed.push_back({seed, "no value"});
     else if (!std::isfinite(v)) side.failed.push_back({seed, std::isnan(v) ? "nan" : "inf"});
     else side.values.seeds.push_back(seed), side.values.values.push_back(v);

@@ -93,7 +93,7 @@ void print_stats(const Config& cfg) {
   using namespace data;
   const Corpus corpus = load_corpus(cfg.data);
   const auto unigram = unigram_logprobs(corpus);
-  std::cout << fmt::format("kind        {}\n", corpus.kind);
+  std::cout << fmt::format("kind        {}\n", option_name(corpus.kind));
   std::cout << fmt::format("vocabulary  {} tokens\n", corpus.vocab.size());
   if (corpus.vocab.tokenizer)
     std::cout << fmt::format("tokenizer   sentencepiece {} (hash {})\n", corpus.vocab.tokenizer->path(),
@@ -110,7 +110,7 @@ void print_stats(const Config& cfg) {
                              st.unigram_ppl());
   }
   std::cout << "(nll: mean nats per predicted token, <eos> included; unigram: add-one smoothed train counts)\n";
-  if (parse_option<DataKind>(corpus.kind) == DataKind::Text) {  // tokens per byte of text (<bos>/<eos> not counted)
+  if (corpus.kind == DataKind::Text) {  // tokens per byte of text (<bos>/<eos> not counted)
     std::cout << "\ntokens per byte:";
     for (Split s : {Split::Train, Split::Val, Split::Test}) {
       int64_t tokens = 0, bytes = 0;
@@ -153,7 +153,7 @@ void print_stats(const Config& cfg) {
 
 void print_sample(const Config& cfg, int n) {
   using namespace data;
-  if (parse_option<DataKind>(cfg.data.kind) != DataKind::Garden) {
+  if (cfg.data.kind != DataKind::Garden) {
     Corpus corpus = load_corpus(cfg.data);
     std::cout << "(text has no true distribution: documents only)\n";
     for (size_t i = 0; i < std::min<size_t>(n, corpus.train.size()); ++i)
@@ -183,8 +183,8 @@ int run_data_stats(const DataStatsOptions& o, const Globals& g) {
 
 int run_data_tokenizer(const DataTokenizerOptions& o, const Globals& g) {
   Config cfg = load_data_config(o.path, o.sets, g);
-  if (parse_option<DataKind>(cfg.data.kind) != DataKind::Text)
-    throw InputError(fmt::format("{}: data.kind is {}; a tokenizer is trained on text", cfg.source, cfg.data.kind));
+  if (cfg.data.kind != DataKind::Text)
+    throw InputError(fmt::format("{}: data.kind is {}; a tokenizer is trained on text", cfg.source, option_name(cfg.data.kind)));
   std::string path = cfg.data.tokenizer_model;
   if (path.empty())  // a bytes config: the default place beside it
     path = (std::filesystem::path(cfg.source).parent_path() / (cfg.name + ".tokenizer.model")).string();
@@ -193,7 +193,7 @@ int run_data_tokenizer(const DataTokenizerOptions& o, const Globals& g) {
   auto t = data::Tokenizer::load(path);
   std::cout << fmt::format("{}: SentencePiece {} with {} pieces, trained on {} training documents (hash {})\n", path,
                            o.type, t->size(), texts.size(), t->hash());
-  if (parse_option<TokenizerKind>(cfg.data.tokenizer) != TokenizerKind::SentencePiece)
+  if (cfg.data.tokenizer != TokenizerKind::SentencePiece)
     log::info("data", "set data.tokenizer: sentencepiece in {} to use it", cfg.source);
   return 0;
 }

@@ -28,7 +28,7 @@ namespace {
 EvalOptions checkpoint_eval_options(const EvalVerbOptions& o, const Config& cfg) {
   EvalOptions opt;
   opt.split = data::parse_split(o.split);
-  opt.layout = data::parse_layout(o.layout.empty() ? cfg.data.layout : o.layout);
+  opt.layout = o.layout.empty() ? cfg.data.layout : parse_option<DataLayout>(o.layout);
   opt.seq_len = opt.layout == data::Layout::Packed ? (o.seq_len > 0 ? o.seq_len : cfg.data.seq_len) : 0;
   if (opt.seq_len > cfg.model.max_seq_len)
     throw InputError(fmt::format("--seq-len {} exceeds the model's max_seq_len {}", opt.seq_len, cfg.model.max_seq_len));
@@ -41,7 +41,7 @@ EvalOptions checkpoint_eval_options(const EvalVerbOptions& o, const Config& cfg)
 void print_eval(const EvalVerbOptions& o, const EvalOptions& opt, const EvalResult& r) {
   Table t;
   t.header = {"split", "layout", "tokens", "loss", "ppl", "true_nll", "true_ppl"};
-  std::vector<std::string> cells = {o.split, opt.layout == data::Layout::Packed ? "packed" : "doc",
+  std::vector<std::string> cells = {o.split, option_name(opt.layout),
                                     std::to_string(r.tokens), csv_num(r.loss), csv_num(r.ppl), csv_num(r.true_nll),
                                     csv_num(r.true_ppl)};
   for (const auto& m : r.metrics.in(data::kEvalTable))

@@ -121,11 +121,11 @@ int run_extrapolate(const ExtrapolateOptions& o, const Globals& g) {
       fs::create_directories(dir);
       RunResult r = train_run(cfg, corpus, RunOptions{seed, dir, tty});
       rows.push_back({cfg.name, resolve_for_corpus(cfg, corpus), r});
-      if (r.status == "interrupted") break;
+      if (r.status == RunStatus::Interrupted) break;
       add_by_position(table, o, corpus, cfg.name, seed, dir, starts);
       write_file_atomic((fs::path(out) / "by_position.csv").string(), table.csv());
       const std::string times = progress.ended();
-      log::info("extrapolate", "{} {} seed {}: {}; {}", progress.counter(), cfg.name, seed, r.status, times);
+      log::info("extrapolate", "{} {} seed {}: {}; {}", progress.counter(), cfg.name, seed, status_name(r.status), times);
     }
     if (signals::interrupted()) break;
   }

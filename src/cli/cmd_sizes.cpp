@@ -79,7 +79,7 @@ std::string model_line(const ModelConfig& m, bool vocab_from_data) {
   return fmt::format("vocab {}{} · d_model {} · {} layers · {} heads × {} · {} · {} d_ff {} · {} {} · {} · "
                      "bias {} · head {}",
                      m.vocab_size, vocab_from_data ? " (from the dataset)" : "", m.d_model, m.n_layers, m.n_heads, m.dim_head(), attn, m.ffn,
-                     m.ffn_hidden(registry::ffn(m).gated), m.norm_placement, m.norm, m.position,
+                     m.ffn_hidden(registry::ffn(m).gated), option_name(m.norm_placement), m.norm, m.position,
                      m.bias ? "on" : "off", m.tie_embeddings ? "tied" : "untied");
 }
 

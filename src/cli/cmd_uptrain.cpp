@@ -79,11 +79,11 @@ struct Uptrain {
 
   // One row of the table, written to uptrain.csv at once.
   void add(int k, const std::string& init, const std::string& steps_label, const std::string& seed,
-           const EvalResult& e, int64_t params, const std::string& status) {
+           const EvalResult& e, int64_t params, RunStatus status) {
     std::vector<std::string> cells = {std::to_string(k), init, steps_label, seed, fmt::format("{:.4f}", e.loss),
                                       fmt::format("{:.4f}", e.ppl)};
     for (const auto& m : headline) cells.push_back(csv_num(e.metrics.get(m.name), m.short_decimals));
-    for (auto cell : {std::to_string(params), std::to_string(2 * k * base.model.dim_head()), status}) cells.push_back(cell);
+    for (auto cell : {std::to_string(params), std::to_string(2 * k * base.model.dim_head()), status_name(status)}) cells.push_back(cell);
     table.add(cells);
     write_file_atomic((fs::path(out) / "uptrain.csv").string(), table.csv());
   }
@@ -95,7 +95,7 @@ struct Uptrain {
     RunResult r = train_run(cfg, corpus, ro);
     const std::string times = progress->ended(cfg.train.steps);
     log::info("uptrain", "{} {} ({} steps): {}; {}", progress->counter(), fs::path(dir).lexically_relative(out).string(),
-              cfg.train.steps, r.status, times);
+              cfg.train.steps, status_name(r.status), times);
     return r;
   }
 };
@@ -110,7 +110,7 @@ void uptrain_converted(Uptrain& u, int k, const std::string& init, uint64_t seed
   fs::create_directories(dir);
   const std::string conv_path = (fs::path(dir) / "converted.safetensors").string();
   save_checkpoint(conv_path, converted, cfg, {}, {{"converted_from", u.o.checkpoint}, {"init", init}});
-  u.add(k, init, "0", std::to_string(seed), test_eval(converted, u.corpus, cfg), count_parameters(converted), "ok");
+  u.add(k, init, "0", std::to_string(seed), test_eval(converted, u.corpus, cfg), count_parameters(converted), RunStatus::Ok);
   for (int n : steps) {
     Config c = cfg;
     c.train.steps = n;
@@ -118,7 +118,7 @@ void uptrain_converted(Uptrain& u, int k, const std::string& init, uint64_t seed
     c.train.eval_every = 0;
     RunResult r = u.train(c, seed, (fs::path(dir) / fmt::format("steps{}", n)).string(), conv_path);
     u.add(k, init, std::to_string(n), std::to_string(seed), r.test, r.params, r.status);
-    if (r.status == "interrupted") break;
+    if (r.status == RunStatus::Interrupted) break;
   }
 }
 
@@ -168,7 +168,7 @@ int run_uptrain(const UptrainOptions& o, const Globals& g) {
   {
     ModernLM source = load_model(ck);
     u.add(base.model.kv_heads(), "source", std::to_string(budget), "", test_eval(source, corpus, base),
-          count_parameters(source), "ok");
+          count_parameters(source), RunStatus::Ok);
   }
   for (int k : kv_heads) {
     for (const auto& init : inits)

@@ -47,6 +47,8 @@ LMX_OPTION(Schedule, "train.schedule", "constant", "cosine", "linear")
 LMX_OPTION(Precision, "train.precision", "fp32", "bf16")
 LMX_OPTION(DataKind, "data.kind", "garden", "text")
 LMX_OPTION(TokenizerKind, "data.tokenizer", "bytes", "sentencepiece")
+LMX_OPTION(DataLayout, "data.layout", "doc", "packed")
+LMX_OPTION(DeviceKind, "train.device", "cpu", "cuda")
 #undef LMX_OPTION
 
 int ModelConfig::ffn_hidden(bool gated) const {
@@ -277,7 +279,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   // the config a run records works from any working directory.
   std::string& model = cfg.data.tokenizer_model;
   const std::string config_dir = fs::path(path).parent_path().string();
-  if (cfg.data.tokenizer == "sentencepiece" && model.empty())
+  if (cfg.data.tokenizer == TokenizerKind::SentencePiece && model.empty())
     model = resolve_path(cfg.name + ".tokenizer.model", config_dir);
   else if (!model.empty())
     model = resolve_path(model, fs::path(model).is_relative() && fs::exists(model) ? "" : config_dir);
@@ -304,19 +306,19 @@ void validate(const Config& cfg) {
     check(rope || m.mla_rope_dim == 0, cfg,
           "model.mla_rope_dim > 0 needs model.position: rope (one position scheme at a time)");
   }
-  check(m.rope_scaling == "none" || rope, cfg,
-        fmt::format("model.rope_scaling is {} but model.position is {}", m.rope_scaling, m.position));
-  check(m.rope_scaling == "none" || m.rope_factor >= 1, cfg, "model.rope_factor must be >= 1");
-  check(m.norm_placement == "pre" || m.norm_placement == "post", cfg, "model.norm_placement must be pre or post");
+  check(m.rope_scaling == RopeScaling::None || rope, cfg,
+        fmt::format("model.rope_scaling is {} but model.position is {}", option_name(m.rope_scaling), m.position));
+  check(m.rope_scaling == RopeScaling::None || m.rope_factor >= 1, cfg, "model.rope_factor must be >= 1");
   check(cfg.data.seq_len <= m.max_seq_len, cfg,
         fmt::format("data.seq_len ({}) exceeds model.max_seq_len ({})", cfg.data.seq_len, m.max_seq_len));
   const TrainConfig& t = cfg.train;
   check(t.min_lr <= t.lr, cfg, fmt::format("train.min_lr ({}) exceeds train.lr ({})", t.min_lr, t.lr));
   check(t.steps > 0 || t.epochs > 0, cfg, "one of train.steps and train.epochs must be > 0");
   const DataConfig& d = cfg.data;
-  check(d.kind != "text" || !d.text_path.empty(), cfg, "data.kind is text but data.text_path is empty");
-  check(d.tokenizer == "bytes" || d.kind == "text", cfg,
-        fmt::format("data.tokenizer is {} but data.kind is {} (subword tokenizers are for text)", d.tokenizer, d.kind));
+  check(d.kind != DataKind::Text || !d.text_path.empty(), cfg, "data.kind is text but data.text_path is empty");
+  check(d.tokenizer == TokenizerKind::Bytes || d.kind == DataKind::Text, cfg,
+        fmt::format("data.tokenizer is {} but data.kind is {} (subword tokenizers are for text)", option_name(d.tokenizer),
+                    option_name(d.kind)));
   check(d.val_fraction + d.test_fraction < 1, cfg, "data.val_fraction + data.test_fraction must be < 1");
   check_path_length(cfg, "data.grammar", d.grammar);
   check_path_length(cfg, "data.text_path", d.text_path);
@@ -328,7 +330,7 @@ void validate(const Config& cfg) {
       check(false, cfg, e.what(), e.hint());
     }
   }
-  check(m.rope_scaling != "yarn" || m.yarn_beta_fast > m.yarn_beta_slow, cfg,
+  check(m.rope_scaling != RopeScaling::Yarn || m.yarn_beta_fast > m.yarn_beta_slow, cfg,
         fmt::format("model.yarn_beta_fast ({}) must exceed model.yarn_beta_slow ({})", m.yarn_beta_fast,
                     m.yarn_beta_slow));
 }

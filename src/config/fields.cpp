@@ -105,6 +105,15 @@ Field bool_field(std::string key, bool S::*m, std::string help) {
   return f;
 }
 
+// Where `v` is in `valid`; an InputError naming the closest valid name when it is not there.
+size_t choice_index(const Field& f, const std::string& v, const std::vector<std::string>& valid, const std::string& where) {
+  const auto it = std::find(valid.begin(), valid.end(), v);
+  if (it != valid.end()) return static_cast<size_t>(it - valid.begin());
+  const std::string near = closest(v, valid);
+  throw InputError(fmt::format("{}: {}: unknown value '{}'{}; valid: {}", where, f.key, v,
+                               near.empty() ? "" : " (did you mean '" + near + "'?)", join(valid)));
+}
+
 template <class S>
 Field string_field(std::string key, std::string S::*m, std::string help, Choices choices = {}) {
   Field f{std::move(key), choices ? "choice" : "string", std::move(help), false, 0, 0,
@@ -114,28 +123,25 @@ Field string_field(std::string key, std::string S::*m, std::string help, Choices
     if (!n.IsScalar() && !n.IsNull())
       throw InputError(fmt::format("{}: {} expects a string, got {}", where, f.key, show_scalar(n)));
     std::string v = n.IsNull() ? "" : n.Scalar();
-    if (f.choices) {
-      auto valid = f.choices();
-      if (std::find(valid.begin(), valid.end(), v) == valid.end()) {
-        std::string near = closest(v, valid);
-        throw InputError(fmt::format("{}: {}: unknown value '{}'{}; valid: {}", where, f.key, v,
-                                     near.empty() ? "" : " (did you mean '" + near + "'?)",
-                                     join(valid)));
-      }
-    }
+    if (f.choices) choice_index(f, v, f.choices(), where);
     section_of<S>(c).*m = v;
   };
   return f;
 }
 
-Choices fixed(std::vector<std::string> names) {
-  return [names] { return names; };
+// A fixed choice held as its enum (config.h): the names are OptionNames<E>'s, parsed here once.
+template <class S, class E>
+Field option_field(std::string key, E S::*m, std::string help) {
+  Field f{std::move(key), "choice", std::move(help), false, 0, 0, [] { return OptionNames<E>::names(); }, {}, {}};
+  f.get = [m](const Config& c) { return option_name(section_of<S>(c).*m); };
+  f.set = [m, f](Config& c, const YAML::Node& n, const std::string& where) {
+    if (!n.IsScalar() && !n.IsNull())
+      throw InputError(fmt::format("{}: {} expects a string, got {}", where, f.key, show_scalar(n)));
+    section_of<S>(c).*m = static_cast<E>(choice_index(f, n.IsNull() ? "" : n.Scalar(), OptionNames<E>::names(), where));
+  };
+  return f;
 }
-// The names of an option enum (config.h), in its order.
-template <class E>
-Choices option() {
-  return [] { return OptionNames<E>::names(); };
-}
+
 Choices from_registry(registry::Kind kind) {
   return [kind] { return registry::names(kind); };
 }
@@ -162,7 +168,7 @@ std::vector<Field> make_fields() {
       int_field<M>("model.d_ff_multiple", &M::d_ff_multiple, 1, kMaxInt, "d_ff auto: round up to a multiple of this (Llama: 256)"),
       string_field<M>("model.norm", &M::norm, "normalization layer", from_registry(Kind::Norm)),
       float_field<M>("model.norm_eps", &M::norm_eps, 0, 1, "ε added inside the norm"),
-      string_field<M>("model.norm_placement", &M::norm_placement, "pre: x + f(N(x)) with a final norm; post: N(x + f(x)) (2017)", option<NormPlacement>()),
+      option_field<M>("model.norm_placement", &M::norm_placement, "pre: x + f(N(x)) with a final norm; post: N(x + f(x)) (2017)"),
       string_field<M>("model.attention", &M::attention, "attention kind; GQA/MQA are mha with fewer n_kv_heads", from_registry(Kind::Attention)),
       int_field<M>("model.mla_kv_rank", &M::mla_kv_rank, 1, kMaxInt, "MLA: rank of the cached KV latent"),
       int_field<M>("model.mla_q_rank", &M::mla_q_rank, 0, kMaxInt, "MLA: rank of the query latent; 0 = full-rank query projection"),
@@ -171,8 +177,8 @@ std::vector<Field> make_fields() {
       bool_field<M>("model.mla_latent_norm", &M::mla_latent_norm, "MLA: RMSNorm on the compressed KV latent (kv_a_layernorm) and query latent (q_a_layernorm), as DeepSeek-V2"),
       string_field<M>("model.position", &M::position, "position encoding", from_registry(Kind::Position)),
       float_field<M>("model.rope_theta", &M::rope_theta, 1, 1e12, "RoPE base θ (Llama 2: 10000, Llama 3: 500000)"),
-      string_field<M>("model.rope_layout", &M::rope_layout, "RoPE pairs: half (i, i+d/2), as in Llama code; interleaved (2i, 2i+1), as in RoFormer", option<RopeLayout>()),
-      string_field<M>("model.rope_scaling", &M::rope_scaling, "RoPE context extension: none, linear (position interpolation), ntk (NTK-aware base), yarn", option<RopeScaling>()),
+      option_field<M>("model.rope_layout", &M::rope_layout, "RoPE pairs: half (i, i+d/2), as in Llama code; interleaved (2i, 2i+1), as in RoFormer"),
+      option_field<M>("model.rope_scaling", &M::rope_scaling, "RoPE context extension: none, linear (position interpolation), ntk (NTK-aware base), yarn"),
       float_field<M>("model.rope_factor", &M::rope_factor, 1, 1e6, "RoPE scaling factor s = new context / trained context"),
       int_field<M>("model.rope_original_len", &M::rope_original_len, 0, kMaxInt, "yarn: trained context length; auto = max_seq_len / rope_factor", true),
       float_field<M>("model.yarn_beta_fast", &M::yarn_beta_fast, 0, 1e6, "yarn: dims with more rotations than this over the trained length are kept"),
@@ -182,10 +188,10 @@ std::vector<Field> make_fields() {
       bool_field<M>("model.t5_shared", &M::t5_shared, "T5 bias: one bucket table shared by all layers, as in T5 (false: one table per layer)"),
       bool_field<M>("model.bias", &M::bias, "biases in every linear layer (attention, FFN, output head)"),
       bool_field<M>("model.tie_embeddings", &M::tie_embeddings, "output head reuses the token embedding matrix"),
-      string_field<M>("model.tied_init", &M::tied_init, "init torch_default with tie_embeddings (ignored untied, so --set model.tie_embeddings=false unties a preset): which PyTorch default the shared matrix gets: embedding = nn.Embedding's N(0, 1) (head.weight = embed.weight), linear = nn.Linear's U(±1/√d_model) (embed.weight = head.weight, as nanoGPT ties)", option<TiedInit>()),
-      string_field<M>("model.init", &M::init, "weight init: normal = N(0, init_std²) for every matrix and embedding; torch_default = PyTorch module defaults (Linear U(±1/√fan_in) with its bias, Embedding N(0, 1))", option<InitScheme>()),
+      option_field<M>("model.tied_init", &M::tied_init, "init torch_default with tie_embeddings (ignored untied, so --set model.tie_embeddings=false unties a preset): which PyTorch default the shared matrix gets: embedding = nn.Embedding's N(0, 1) (head.weight = embed.weight), linear = nn.Linear's U(±1/√d_model) (embed.weight = head.weight, as nanoGPT ties)"),
+      option_field<M>("model.init", &M::init, "weight init: normal = N(0, init_std²) for every matrix and embedding; torch_default = PyTorch module defaults (Linear U(±1/√fan_in) with its bias, Embedding N(0, 1))"),
       float_field<M>("model.init_std", &M::init_std, 0, 10, "init normal: std of linear and embedding weights"),
-      string_field<M>("model.embed_scale", &M::embed_scale, "token embeddings times 1, or times √d_model (sqrt_d, Vaswani et al. 2017)", option<EmbedScale>()),
+      option_field<M>("model.embed_scale", &M::embed_scale, "token embeddings times 1, or times √d_model (sqrt_d, Vaswani et al. 2017)"),
 
       int_field<T>("train.epochs", &T::epochs, 0, 1e6, "passes over the training split (when steps is 0)"),
       int_field<T>("train.steps", &T::steps, 0, kMaxInt, "optimizer steps; 0 = epochs × steps per epoch"),
@@ -195,7 +201,7 @@ std::vector<Field> make_fields() {
       bool_field<T>("train.padding_free", &T::padding_free, "a step's rows cut at their last target and laid end to end in one row, each sequence attending only within itself at its own positions: no padding, one forward/backward pass (garden doc layout: 1.3-1.6x faster than micro-batches of 8). Where the model allows it (MHA/GQA/MQA on the fused fp32 CPU kernel: NoPE, sinusoidal, learned, RoPE); otherwise, and with false, micro_batch_size applies. The same step up to float rounding"),
       float_field<T>("train.lr", &T::lr, 0, 10, "peak learning rate"),
       float_field<T>("train.min_lr", &T::min_lr, 0, 10, "learning rate at the end of a cosine / linear decay"),
-      string_field<T>("train.schedule", &T::schedule, "learning-rate schedule after warm-up", option<Schedule>()),
+      option_field<T>("train.schedule", &T::schedule, "learning-rate schedule after warm-up"),
       int_field<T>("train.warmup_steps", &T::warmup_steps, 0, kMaxInt, "linear warm-up steps from 0 to lr"),
       float_field<T>("train.beta1", &T::beta1, 0, 0.999999, "AdamW β1"),
       float_field<T>("train.beta2", &T::beta2, 0, 0.999999, "AdamW β2"),
@@ -206,10 +212,10 @@ std::vector<Field> make_fields() {
       int_field<T>("train.eval_docs", &T::eval_docs, 0, kMaxInt, "validation documents per periodic eval; 0 = the whole split"),
       int_field<T>("train.log_every", &T::log_every, 1, kMaxInt, "log line every N steps (when stderr is not a terminal)"),
       int_field<T>("train.checkpoint_every", &T::checkpoint_every, 0, kMaxInt, "also checkpoint every N steps, for --resume; 0 = only at the end"),
-      string_field<T>("train.device", &T::device, "where tensors live", fixed({"cpu", "cuda"})),
-      string_field<T>("train.precision", &T::precision, "fp32, or bf16: the linear layers' GEMMs in bfloat16, fp32 accumulation (weights and AdamW state stay fp32); on a CPU without AVX512-BF16 or AMX, LibTorch's autocast (slower than fp32)", option<Precision>()),
+      option_field<T>("train.device", &T::device, "where tensors live"),
+      option_field<T>("train.precision", &T::precision, "fp32, or bf16: the linear layers' GEMMs in bfloat16, fp32 accumulation (weights and AdamW state stay fp32); on a CPU without AVX512-BF16 or AMX, LibTorch's autocast (slower than fp32)"),
 
-      string_field<D>("data.kind", &D::kind, "garden: the built-in toy language; text: plain text (bytes, or subwords by data.tokenizer)", option<DataKind>()),
+      option_field<D>("data.kind", &D::kind, "garden: the built-in toy language; text: plain text (bytes, or subwords by data.tokenizer)"),
       string_field<D>("data.grammar", &D::grammar, "garden grammar file (relative to the config), or a built-in by name: garden (data/garden.yaml: v3, clauses with subjects of their own), garden_v2 (one clause per sentence), garden_v1 (context-free); empty = garden"),
       string_field<D>("data.text_path", &D::text_path, "text: a file or a directory of .txt files (relative to the config)"),
       int_field<D>("data.seed", &D::seed, 0, kMaxInt, "corpus seed; the train / val / test streams derive from it"),
@@ -219,9 +225,9 @@ std::vector<Field> make_fields() {
       float_field<D>("data.val_fraction", &D::val_fraction, 0, 0.5, "text: share of documents for validation"),
       float_field<D>("data.test_fraction", &D::test_fraction, 0, 0.5, "text: share of documents for test"),
       int_field<D>("data.text_doc_len", &D::text_doc_len, 2, kMaxInt, "text: bytes per document when a file is cut into documents"),
-      string_field<D>("data.tokenizer", &D::tokenizer, "text: bytes (ids 0..255), or sentencepiece: the subword model `lmx data tokenizer` trains", option<TokenizerKind>()),
+      option_field<D>("data.tokenizer", &D::tokenizer, "text: bytes (ids 0..255), or sentencepiece: the subword model `lmx data tokenizer` trains"),
       string_field<D>("data.tokenizer_model", &D::tokenizer_model, "sentencepiece: the model file (relative to the config); empty = <config stem>.tokenizer.model beside the config"),
-      string_field<D>("data.layout", &D::layout, "doc: one document per row, padded and masked; packed: documents joined by <eos>, cut into seq_len chunks", fixed({"doc", "packed"})),
+      option_field<D>("data.layout", &D::layout, "doc: one document per row, padded and masked; packed: documents joined by <eos>, cut into seq_len chunks"),
       int_field<D>("data.seq_len", &D::seq_len, 2, 1 << 24, "packed: tokens per training row (chunk length); doc: unused, a document is one row unless longer than model.max_seq_len"),
       int_field<D>("data.pronoun_window", &D::pronoun_window, 0, kMaxInt, "pronoun metric: far = subject more than W tokens back"),
   };

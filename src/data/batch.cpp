@@ -10,12 +10,6 @@
 
 namespace lmx::data {
 
-Layout parse_layout(const std::string& name) {
-  if (name == "doc") return Layout::Doc;
-  if (name == "packed") return Layout::Packed;
-  throw InputError(fmt::format("data.layout: unknown value '{}'; valid: doc, packed", name));
-}
-
 namespace {
 
 // Rows of at most seq_len + 1 tokens from `tokens`, overlapping by one token.
@@ -84,11 +78,11 @@ Rows make_rows(const std::vector<Doc>& docs, Layout layout, int seq_len, int32_t
 }
 
 int train_row_len(const Config& cfg) {
-  return parse_layout(cfg.data.layout) == Layout::Packed ? cfg.data.seq_len : cfg.model.max_seq_len;
+  return cfg.data.layout == Layout::Packed ? cfg.data.seq_len : cfg.model.max_seq_len;
 }
 
 Rows train_rows(const std::vector<Doc>& docs, const Config& cfg, int32_t eos) {
-  return make_rows(docs, parse_layout(cfg.data.layout), train_row_len(cfg), eos);
+  return make_rows(docs, cfg.data.layout, train_row_len(cfg), eos);
 }
 
 Batcher::Batcher(Rows rows, int batch_size, uint64_t seed, int32_t pad, int rank, int world)

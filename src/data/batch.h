@@ -22,8 +22,7 @@ struct Batch {
   int64_t global_tokens = 0;
 };
 
-enum class Layout { Doc, Packed };
-Layout parse_layout(const std::string& name);  // throws InputError
+using Layout = DataLayout;  // data.layout (config/config.h)
 
 // The rows a layout makes of a list of documents, before batching.
 //   Doc:    one row per document: inputs = doc[0..n-1), targets = doc[1..n). A document

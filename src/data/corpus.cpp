@@ -106,7 +106,7 @@ namespace {
 Corpus garden_corpus(const DataConfig& cfg) {
   auto garden = Garden::load(cfg.grammar);
   Corpus c;
-  c.kind = "garden";
+  c.kind = DataKind::Garden;
   c.vocab = garden->vocab();
   const auto seed = static_cast<uint64_t>(cfg.seed);
   c.train = generate_split(*garden, seed, Split::Train, cfg.train_docs);
@@ -120,8 +120,8 @@ Corpus garden_corpus(const DataConfig& cfg) {
 }  // namespace
 
 Corpus load_corpus(const DataConfig& cfg) {
-  Corpus c = parse_option<DataKind>(cfg.kind) == DataKind::Garden ? garden_corpus(cfg) : load_text_corpus(cfg);
-  log::debug("data", "{} corpus: vocab {}, train/val/test {}/{}/{} documents", c.kind, c.vocab.size(),
+  Corpus c = cfg.kind == DataKind::Garden ? garden_corpus(cfg) : load_text_corpus(cfg);
+  log::debug("data", "{} corpus: vocab {}, train/val/test {}/{}/{} documents", option_name(c.kind), c.vocab.size(),
              c.train.size(), c.val.size(), c.test.size());
   return c;
 }
@@ -129,7 +129,7 @@ Corpus load_corpus(const DataConfig& cfg) {
 Corpus load_vocabulary(const DataConfig& cfg) {
   Corpus c;
   c.kind = cfg.kind;
-  if (parse_option<DataKind>(cfg.kind) == DataKind::Garden) {
+  if (cfg.kind == DataKind::Garden) {
     auto garden = Garden::load(cfg.grammar);
     c.vocab = garden->vocab();
     c.truth = garden;

@@ -59,7 +59,7 @@ class Truth {
 };
 
 struct Corpus {
-  std::string kind;  // garden | text
+  DataKind kind = DataKind::Garden;
   Vocab vocab;
   std::vector<Doc> train, val, test;
   std::shared_ptr<const Truth> truth;  // null for text

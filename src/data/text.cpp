@@ -86,7 +86,7 @@ std::vector<int> assign_splits(const DataConfig& cfg, size_t n) {
   return which;
 }
 
-bool subwords(const DataConfig& cfg) { return parse_option<TokenizerKind>(cfg.tokenizer) == TokenizerKind::SentencePiece; }
+bool subwords(const DataConfig& cfg) { return cfg.tokenizer == TokenizerKind::SentencePiece; }
 
 }  // namespace
 
@@ -102,7 +102,7 @@ Vocab text_vocab(const DataConfig& cfg) {
 
 Corpus load_text_corpus(const DataConfig& cfg) {
   Corpus c;
-  c.kind = "text";
+  c.kind = DataKind::Text;
   c.vocab = text_vocab(cfg);
   const std::vector<std::string> texts = cut_documents(cfg, subwords(cfg));
   const std::vector<int> which = assign_splits(cfg, texts.size());

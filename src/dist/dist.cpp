@@ -84,7 +84,7 @@ std::vector<std::string> backends() {
   return b;
 }
 
-std::string choose_backend(const std::string& device, const char* requested, bool gpu_per_rank) {
+std::string choose_backend(DeviceKind device, const char* requested, bool gpu_per_rank) {
   const auto built = backends();
   const auto has = [&](const std::string& b) { return std::find(built.begin(), built.end(), b) != built.end(); };
   if (requested && *requested) {
@@ -96,12 +96,12 @@ std::string choose_backend(const std::string& device, const char* requested, boo
                                    built.empty() ? "none" : fmt::format("{}", fmt::join(built, ", "))),
                        b == "nccl" ? "rebuild against a CUDA LibTorch with NCCL's headers (README)"
                                    : "install libgloo-dev and rebuild (scripts/bootstrap.sh)");
-    if (b == "nccl" && device != "cuda")
+    if (b == "nccl" && device != DeviceKind::Cuda)
       throw InputError("LMX_DIST_BACKEND=nccl needs train.device cuda (NCCL reduces GPU tensors only)",
                        "use --device cuda, or LMX_DIST_BACKEND=gloo");
     return b;
   }
-  if (device == "cuda" && has("nccl") && (gpu_per_rank || !has("gloo"))) return "nccl";
+  if (device == DeviceKind::Cuda && has("nccl") && (gpu_per_rank || !has("gloo"))) return "nccl";
   if (has("gloo")) return "gloo";
   if (has("nccl"))
     throw InputError("this lmx was built without Gloo, so it trains data-parallel on CUDA only (NCCL)",
@@ -350,14 +350,14 @@ std::string Group::broadcast_string(const std::string& key, const std::string&) 
 
 Group* current() { return current_ptr().get(); }
 
-Group* init_from_env(const std::string& device) {
+Group* init_from_env(DeviceKind device) {
   if (current()) return current();
   const Env env = read_env();
   if (env.world <= 1) return nullptr;
   runtime::check_device(device);  // before any rank waits for the others
   // NCCL cannot put two ranks on one GPU: more workers on this node than GPUs take Gloo.
   const bool gpu_per_rank =
-      device != "cuda" || runtime::local_world_size() <= static_cast<int>(torch::cuda::device_count());
+      device != DeviceKind::Cuda || runtime::local_world_size() <= static_cast<int>(torch::cuda::device_count());
   const std::string backend = choose_backend(device, lmx::env::get("LMX_DIST_BACKEND"), gpu_per_rank);
   const auto timeout = timeout_from_env();
   log::info("dist", "rank {} of {} (local rank {}, {}, {}): rendezvous at {}:{}", env.rank, env.world, env.local_rank,

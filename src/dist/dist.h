@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace lmx::dist {
 
 struct Env {
@@ -44,11 +46,11 @@ std::string slurm_first_host(const std::string& nodelist);
 
 // The process-group backends this lmx was built with ("gloo", "nccl").
 std::vector<std::string> backends();
-// The backend for `device` ("cpu" or "cuda"): `requested` (LMX_DIST_BACKEND) when set, else
+// The backend for `device` (train.device): `requested` (LMX_DIST_BACKEND) when set, else
 // NCCL for cuda where built and each rank has a GPU of its own (gpu_per_rank: NCCL refuses two
 // ranks on one GPU; Gloo where built takes that case), else Gloo. Throws InputError for one
 // that is unknown, not built, or unfit for the device.
-std::string choose_backend(const std::string& device, const char* requested, bool gpu_per_rank = true);
+std::string choose_backend(DeviceKind device, const char* requested, bool gpu_per_rank = true);
 
 // LMX_DIST_TIMEOUT in seconds (default 120).
 std::chrono::milliseconds timeout_from_env();
@@ -87,7 +89,7 @@ class Group {
 Group* current();
 // Connects (once) when the environment describes more than one process, with the backend for
 // `device` (train.device); returns current().
-Group* init_from_env(const std::string& device);
+Group* init_from_env(DeviceKind device);
 // Drops the group (after a clean run; a failed one exits with the group leaked, so that no
 // exit waits on a dead peer).
 void shutdown();

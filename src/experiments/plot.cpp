@@ -225,7 +225,7 @@ std::vector<double> train_floors(const std::vector<Series>& series) {
     if (!cfg_file.empty() && fs::is_regular_file(cfg_file, ec)) {
       try {
         const Config cfg = load_config(cfg_file.string());
-        if (parse_option<DataKind>(cfg.data.kind) == DataKind::Garden) {
+        if (cfg.data.kind == DataKind::Garden) {
           Config data_only;  // the corpus depends on the data fields alone
           data_only.data = cfg.data;
           const std::string key = to_yaml(data_only);
@@ -385,7 +385,7 @@ std::vector<PointValues> summary_points(const std::vector<std::string>& paths, c
       }
       else if (r[1] == "ci95_lo") p.lo = v;
       else if (r[1] == "ci95_hi") p.hi = v;
-      else if (!r[1].empty() && std::isdigit(static_cast<unsigned char>(r[1][0])) && r[status] == "ok" && std::isfinite(v))
+      else if (!r[1].empty() && std::isdigit(static_cast<unsigned char>(r[1][0])) && is_status(r[status], RunStatus::Ok) && std::isfinite(v))
         p.seeds.emplace_back(r[1], v);
     }
   }

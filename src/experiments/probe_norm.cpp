@@ -63,7 +63,7 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
   if (opt.depths.empty()) throw InputError("--depths is empty", "example: --depths 6,12,24");
   Config base = load_probe_config(opt.config.empty() ? "configs/textbook.yaml" : opt.config);
   // The fixed batch: the first 32 training documents of the corpus (one row each).
-  if (parse_option<DataKind>(base.data.kind) == DataKind::Garden)
+  if (base.data.kind == DataKind::Garden)
     for (int* n : {&base.data.train_docs, &base.data.val_docs, &base.data.test_docs}) *n = std::min(*n, 32);
   data::Corpus corpus = data::load_corpus(base.data);
   base = resolve_for_corpus(base, corpus);
@@ -79,7 +79,7 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
   const auto target_mask = batch.targets.reshape({-1}) != data::kIgnore;
   for (int depth : opt.depths) {
     if (depth < 1) throw InputError(fmt::format("--depths: {} is not a positive depth", depth));
-    for (const char* placement : {"post", "pre"}) {
+    for (const NormPlacement placement : {NormPlacement::Post, NormPlacement::Pre}) {
       Config cfg = base;
       cfg.model.n_layers = depth;
       cfg.model.norm_placement = placement;
@@ -112,9 +112,9 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
         if (!w || !w->grad().defined())
           throw RuntimeError(fmt::format("gradnorm: layer {} has no mlp.down_proj.weight gradient", i));
         norms.push_back(w->grad().norm().item<double>());
-        layers.add({std::to_string(depth), placement, std::to_string(i), sci(norms.back())});
+        layers.add({std::to_string(depth), option_name(placement), std::to_string(i), sci(norms.back())});
       }
-      totals.add({std::to_string(depth), placement, fixed(loss.item<double>(), 4), sci(std::sqrt(total_sq)),
+      totals.add({std::to_string(depth), option_name(placement), fixed(loss.item<double>(), 4), sci(std::sqrt(total_sq)),
                   sci(norms.front()), sci(norms.back()), fixed(norms.back() / norms.front(), 3),
                   fixed(stream_rms, 3), fixed(embed_rms, 3), fixed(blocks_rms, 3)});
     }

@@ -317,7 +317,7 @@ class SweepScheduler {
       }
     }
     // A run whose every seed diverged exits 1 but is a result (status diverged), not a failure.
-    const bool diverged = status_[i] == 1 && all_status(collected_[i], {"diverged"});
+    const bool diverged = status_[i] == 1 && all_status(collected_[i], {RunStatus::Diverged});
     if (status_[i] == 130) res_.interrupted = true;
     else if (status_[i] != 0 && !diverged) ++res_.failed;
     log::info("sweep", "{} {} seed {}: {}; {}", progress_.counter(), r.name, r.seed,

@@ -42,7 +42,7 @@ const char* const kTokenizerCopy = "tokenizer.model";
 const char* const kTokenizerHashKey = "tokenizer_hash";
 
 bool uses_tokenizer_file(const Config& cfg) {
-  return parse_option<TokenizerKind>(cfg.data.tokenizer) == TokenizerKind::SentencePiece && !cfg.data.tokenizer_model.empty();
+  return cfg.data.tokenizer == TokenizerKind::SentencePiece && !cfg.data.tokenizer_model.empty();
 }
 
 fs::path tokenizer_copy(const std::string& ckpt_path) { return fs::path(ckpt_path).parent_path() / kTokenizerCopy; }

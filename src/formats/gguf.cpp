@@ -111,7 +111,7 @@ void put_hparams(Metadata& md, const Checkpoint& ckpt, const std::string& type) 
   md.u32("llama.attention.value_length", m.dim_head());
   md.u32("llama.rope.dimension_count", m.dim_head());
   md.f32("llama.rope.freq_base", hf_rope_theta(m));
-  if (parse_option<RopeScaling>(m.rope_scaling) == RopeScaling::Linear) {
+  if (m.rope_scaling == RopeScaling::Linear) {
     md.string("llama.rope.scaling.type", "linear");
     md.f32("llama.rope.scaling.factor", m.rope_factor);
   }
@@ -164,7 +164,7 @@ std::vector<TensorOut> gguf_tensors(const Checkpoint& ckpt, const std::string& t
     torch::Tensor t = value.to(torch::kFloat32);
     const bool q = name.find(".self_attn.q_proj.") != std::string::npos;
     const bool k = name.find(".self_attn.k_proj.") != std::string::npos;
-    if ((q || k) && parse_option<RopeLayout>(m.rope_layout) == RopeLayout::Half) t = half_to_interleaved(t, m.dim_head());
+    if ((q || k) && m.rope_layout == RopeLayout::Half) t = half_to_interleaved(t, m.dim_head());
     GgmlType gt = kGgmlF32;
     if (t.dim() == 2 && type == "f16") t = t.to(torch::kFloat16), gt = kGgmlF16;
     if (t.dim() == 2 && type == "bf16") t = t.to(torch::kBFloat16), gt = kGgmlBF16;

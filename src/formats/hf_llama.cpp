@@ -81,24 +81,24 @@ std::string hf_llama_blocker(const ModelConfig& m) {
   if (!registry::attention(m).llama)
     return fmt::format("model.attention is {} (Llama: {}, i.e. MHA/GQA/MQA)", m.attention, llama_name(Kind::Attention));
   if (!registry::norm(m).llama) return fmt::format("model.norm is {} (Llama: {})", m.norm, llama_name(Kind::Norm));
-  if (parse_option<NormPlacement>(m.norm_placement) != NormPlacement::Pre) return fmt::format("model.norm_placement is {} (Llama: pre)", m.norm_placement);
+  if (m.norm_placement != NormPlacement::Pre) return fmt::format("model.norm_placement is {} (Llama: pre)", option_name(m.norm_placement));
   if (!registry::ffn(m).llama) return fmt::format("model.ffn is {} (Llama: {})", m.ffn, llama_name(Kind::Ffn));
   if (!registry::position(m).llama) return fmt::format("model.position is {} (Llama: {})", m.position, llama_name(Kind::Position));
   if (m.bias) return "model.bias is true (Llama: no biases)";
-  if (parse_option<RopeScaling>(m.rope_scaling) == RopeScaling::Yarn)
+  if (m.rope_scaling == RopeScaling::Yarn)
     return fmt::format("model.rope_scaling is {} (exported: none, linear, ntk; Hugging Face reads yarn's trained "
-                       "length differently across transformers versions)", m.rope_scaling);
+                       "length differently across transformers versions)", option_name(m.rope_scaling));
   return "";
 }
 
 double hf_rope_theta(const ModelConfig& m) {
   const int64_t D = m.dim_head();
-  if (parse_option<RopeScaling>(m.rope_scaling) != RopeScaling::Ntk || D <= 2) return m.rope_theta;
+  if (m.rope_scaling != RopeScaling::Ntk || D <= 2) return m.rope_theta;
   return m.rope_theta * std::pow(m.rope_factor, static_cast<double>(D) / (D - 2));
 }
 
 bool llama_ties_head(const ModelConfig& m) {
-  return m.tie_embeddings && parse_option<EmbedScale>(m.embed_scale) == EmbedScale::One;
+  return m.tie_embeddings && m.embed_scale == EmbedScale::One;
 }
 
 NamedTensors llama_tensors(const ModernLM& model, const ModelConfig& m) {
@@ -145,7 +145,7 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data:
   j["hidden_act"] = "silu";
   j["rms_norm_eps"] = m.norm_eps;
   j["rope_theta"] = hf_rope_theta(m);
-  if (parse_option<RopeScaling>(m.rope_scaling) == RopeScaling::Linear)
+  if (m.rope_scaling == RopeScaling::Linear)
     j["rope_scaling"] = {{"rope_type", "linear"}, {"type", "linear"}, {"factor", m.rope_factor}};
   else
     j["rope_scaling"] = nullptr;
@@ -162,14 +162,14 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data:
                                   {"pad_token_id", vocab->pad}})
       j[key] = gen[key] = id;
   Config saved = ckpt.config;
-  saved.model.rope_layout = "half";  // the weights below are in the half layout
-  saved.model.embed_scale = "1";      // and the embedding scale folded in (llama_tensors)
+  saved.model.rope_layout = RopeLayout::Half;  // the weights below are in the half layout
+  saved.model.embed_scale = EmbedScale::One; // and the embedding scale folded in (llama_tensors)
   saved.model.tie_embeddings = llama_ties_head(m);
   j[kLmxConfigKey] = to_yaml(saved);
 
   NamedTensors tensors = llama_tensors(model, m);
   for (auto& [name, t] : tensors)
-    if (parse_option<RopeLayout>(m.rope_layout) == RopeLayout::Interleaved && is_qk_projection(name)) t = interleaved_to_half(t, D);
+    if (m.rope_layout == RopeLayout::Interleaved && is_qk_projection(name)) t = interleaved_to_half(t, D);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
     throw InputError(fmt::format("{}: exists and is not empty", dir), "give a new or empty directory to --hf");
@@ -227,11 +227,11 @@ void read_llama_model(const JsonReader& r, ModelConfig& m) {
     if (r.boolean(key, false)) throw r.bad(key, "is true; lmx reads Llama without biases");
   m.attention = "mha";
   m.norm = "rmsnorm";
-  m.norm_placement = "pre";
+  m.norm_placement = NormPlacement::Pre;
   m.ffn = "swiglu";
   m.position = "rope";
-  m.rope_layout = "half";
-  m.rope_scaling = "none";
+  m.rope_layout = RopeLayout::Half;
+  m.rope_scaling = RopeScaling::None;
   m.rope_factor = 1.0;
   m.rope_original_len = 0;
   m.bias = false;
@@ -241,7 +241,7 @@ void read_llama_model(const JsonReader& r, ModelConfig& m) {
     if (!rs.is_object()) throw r.bad("rope_scaling", fmt::format("is {}, not an object or null", rs.dump()));
     const std::string kind = sr.string("rope_type", sr.string("type", "default"));
     if (kind == "linear") {
-      m.rope_scaling = "linear";
+      m.rope_scaling = RopeScaling::Linear;
       m.rope_factor = sr.number("factor", 1.0);
     } else if (kind != "default") {
       throw r.bad("rope_scaling", fmt::format("has rope_type '{}'; lmx reads default and linear", kind));

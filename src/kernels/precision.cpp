@@ -52,12 +52,12 @@ c10::ScalarType autocast_dtype(c10::DeviceType d) {
 
 }  // namespace
 
-bool autocasts(const std::string& precision, c10::DeviceType device) {
-  return parse_option<Precision>(precision) == Precision::Bf16 && (device != c10::DeviceType::CPU || !gemm::bf16_unavailable().empty());
+bool autocasts(Precision precision, c10::DeviceType device) {
+  return precision == Precision::Bf16 && (device != c10::DeviceType::CPU || !gemm::bf16_unavailable().empty());
 }
 
-AutocastGuard::AutocastGuard(const std::string& precision, c10::DeviceType device) : device_(device) {
-  if (parse_option<Precision>(precision) != Precision::Bf16) return;
+AutocastGuard::AutocastGuard(Precision precision, c10::DeviceType device) : device_(device) {
+  if (precision != Precision::Bf16) return;
   if (!autocasts(precision, device)) {
     // Measured once a process (~30 ms), and warned about then: whether the bf16 GEMMs pay here.
     static const bool measured = [] {

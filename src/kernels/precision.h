@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "config/config.h"
 #include "kernels/gemm.h"
 
 namespace lmx {
@@ -22,13 +23,13 @@ namespace lmx {
 // True while autocast is on for `device` (the fused float32 kernels step aside).
 bool autocast_active(c10::DeviceType device);
 // Whether an AutocastGuard for this precision and device turns LibTorch's autocast on.
-bool autocasts(const std::string& precision, c10::DeviceType device);
+bool autocasts(Precision precision, c10::DeviceType device);
 
-// While alive, bf16 for `device` when precision is "bf16" (the CPU's bf16 GEMMs, else
-// autocast); does nothing for "fp32".
+// While alive, bf16 for `device` when precision is Bf16 (the CPU's bf16 GEMMs, else
+// autocast); does nothing for Fp32.
 class AutocastGuard {
  public:
-  AutocastGuard(const std::string& precision, c10::DeviceType device);
+  AutocastGuard(Precision precision, c10::DeviceType device);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;

@@ -32,20 +32,15 @@ bool denormals_flushed() { return g_flushed; }
 
 bool cuda_available() { return torch::cuda::is_available(); }
 
-void check_device(const std::string& device) {
-  if (device == "cpu") return;
-  if (device == "cuda") {
-    if (!cuda_available())
-      throw InputError("--device cuda: this LibTorch build has no CUDA (or no GPU is visible)",
-                       "use --device cpu, or rebuild lmx against a CUDA LibTorch (see README)");
-    return;
-  }
-  throw InputError("unknown device '" + device + "'", "valid devices: cpu, cuda");
+void check_device(DeviceKind device) {
+  if (device == DeviceKind::Cuda && !cuda_available())
+    throw InputError("--device cuda: this LibTorch build has no CUDA (or no GPU is visible)",
+                     "use --device cpu, or rebuild lmx against a CUDA LibTorch (see README)");
 }
 
-c10::Device make_device(const std::string& device, int local_rank) {
+c10::Device make_device(DeviceKind device, int local_rank) {
   check_device(device);
-  if (device == "cpu") return c10::Device(c10::kCPU);
+  if (device == DeviceKind::Cpu) return c10::Device(c10::kCPU);
   const auto gpus = static_cast<int>(torch::cuda::device_count());
   const c10::Device d(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % std::max(1, gpus)));
   // The current device too, so that this rank's CUDA context (and NCCL's) is on its own GPU.

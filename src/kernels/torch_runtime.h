@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "config/config.h"
 #include "util/runtime.h"
 
 namespace lmx::runtime {
@@ -26,12 +27,13 @@ bool denormals_flushed();
 
 bool cuda_available();
 
-// Checks that `device` ("cpu" or "cuda") can be used; throws InputError otherwise.
-void check_device(const std::string& device);
+// Checks that `device` can be used (cuda: a CUDA build of LibTorch and a visible GPU); throws
+// InputError otherwise.
+void check_device(DeviceKind device);
 
-// The checked device: "cuda" is GPU local_rank (modulo the GPUs this process sees), so that
+// The checked device: cuda is GPU local_rank (modulo the GPUs this process sees), so that
 // the ranks of a data-parallel run on one node (torchrun, srun, lmx launch) take one GPU each;
 // it also becomes the process's current CUDA device.
-c10::Device make_device(const std::string& device, int local_rank = 0);
+c10::Device make_device(DeviceKind device, int local_rank = 0);
 
 }  // namespace lmx::runtime

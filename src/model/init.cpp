@@ -23,8 +23,8 @@ bool is_table(const std::string& name) {
 
 void init_weights(torch::nn::Module& model, const ModelConfig& cfg) {
   torch::NoGradGuard no_grad;
-  const bool torch_default = parse_option<InitScheme>(cfg.init) == InitScheme::TorchDefault;
-  const bool tied_linear = cfg.tie_embeddings && parse_option<TiedInit>(cfg.tied_init) == TiedInit::Linear;
+  const bool torch_default = cfg.init == InitScheme::TorchDefault;
+  const bool tied_linear = cfg.tie_embeddings && cfg.tied_init == TiedInit::Linear;
   auto visit = [&](const std::string& name, torch::nn::Module& m) {
     const bool is_norm = dynamic_cast<Norm*>(&m) != nullptr;
     auto params = m.named_parameters(/*recurse=*/false);

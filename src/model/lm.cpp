@@ -149,7 +149,7 @@ torch::Tensor ModernLMImpl::token_embeddings() const { return parts_->embed_toke
 torch::Tensor ModernLMImpl::head_weight() const { return parts_->lm_head->weight; }
 torch::Tensor ModernLMImpl::head_bias() const { return parts_->lm_head->bias; }
 double ModernLMImpl::embedding_scale() const {
-  return parse_option<EmbedScale>(cfg_.embed_scale) == EmbedScale::SqrtD ? std::sqrt(static_cast<double>(cfg_.d_model)) : 0.0;
+  return cfg_.embed_scale == EmbedScale::SqrtD ? std::sqrt(static_cast<double>(cfg_.d_model)) : 0.0;
 }
 
 }  // namespace lmx

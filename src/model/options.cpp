@@ -8,8 +8,8 @@ RopeOptions rope_options(const ModelConfig& cfg, int64_t dim) {
   RopeOptions o;
   o.dim = dim;
   o.theta = cfg.rope_theta;
-  o.interleaved = parse_option<RopeLayout>(cfg.rope_layout) == RopeLayout::Interleaved;
-  o.scaling = parse_option<RopeScaling>(cfg.rope_scaling);
+  o.interleaved = cfg.rope_layout == RopeLayout::Interleaved;
+  o.scaling = cfg.rope_scaling;
   o.factor = cfg.rope_factor;
   o.original_len = cfg.rope_original_len > 0 ? cfg.rope_original_len
                                              : static_cast<int64_t>(cfg.max_seq_len / cfg.rope_factor);
@@ -44,7 +44,7 @@ FfnOptions ffn_options(const ModelConfig& cfg, bool gated) {
 }
 
 BlockOptions block_options(const ModelConfig& cfg) {
-  return {parse_option<NormPlacement>(cfg.norm_placement) == NormPlacement::Pre};
+  return {cfg.norm_placement == NormPlacement::Pre};
 }
 
 }  // namespace lmx

@@ -116,7 +116,7 @@ ParamCounts count_params(const ModelConfig& cfg) {
     p.attention_per_layer = size_add(p.attention_per_layer, cfg.mla_kv_rank + (cfg.mla_q_rank > 0 ? cfg.mla_q_rank : 0));
   for (const auto& l : ffn_linears(cfg)) p.ffn_per_layer = size_add(p.ffn_per_layer, linear_params(l, cfg.bias));
   p.norms_per_layer = 2 * norm_params(cfg, C);
-  p.final_norm = parse_option<NormPlacement>(cfg.norm_placement) == NormPlacement::Pre ? norm_params(cfg, C) : 0;
+  p.final_norm = cfg.norm_placement == NormPlacement::Pre ? norm_params(cfg, C) : 0;
   p.head = (cfg.tie_embeddings ? 0 : p.embedding) + (cfg.bias ? V : 0);
   return p;
 }

@@ -15,7 +15,7 @@ namespace lmx {
 EvalOptions eval_options(const Config& cfg, data::Split split) {
   EvalOptions opt;
   opt.split = split;
-  opt.layout = data::parse_layout(cfg.data.layout);
+  opt.layout = cfg.data.layout;
   opt.seq_len = opt.layout == data::Layout::Packed ? cfg.data.seq_len : 0;
   opt.batch_size = std::max(cfg.train.batch_size, 32);
   opt.max_docs = split == data::Split::Val ? cfg.train.eval_docs : 0;
@@ -24,7 +24,7 @@ EvalOptions eval_options(const Config& cfg, data::Split split) {
 }
 
 int trained_positions(const Config& cfg, const data::Corpus& corpus) {
-  if (data::parse_layout(cfg.data.layout) == data::Layout::Packed) return 0;
+  if (cfg.data.layout == data::Layout::Packed) return 0;
   int longest = 0;
   for (const auto& row : data::train_rows(corpus.train, cfg, corpus.vocab.eos).rows)
     longest = std::max(longest, static_cast<int>(row.size()) - 1);

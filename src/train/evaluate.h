@@ -22,7 +22,7 @@ struct EvalOptions {
   int batch_size = 32;
   int max_docs = 0;                // 0 = every document of the split
   std::vector<int> by_position;    // range starts, e.g. {0, 64, 128, 256}; empty = none
-  std::string precision = "fp32";  // fp32 | bf16 (the forward under autocast; log-probs in fp32)
+  Precision precision = Precision::Fp32;  // fp32 | bf16 (the forward under autocast; log-probs in fp32)
   // Doc layout: targets at row positions >= trained_len were never trained (no training row
   // reached them); they are kept out of loss / ppl and reported apart (untrained_*). 0 = all.
   int trained_len = 0;

@@ -82,12 +82,12 @@ std::pair<std::string, std::string> checkpoint_status(const std::string& path) {
 
 // A seed is finished only when its result.csv is written and agrees with its checkpoint
 // (status and steps): a kill during the final test evaluation leaves an older result.
-bool result_matches(const std::string& result_csv, const std::string& status, const std::string& steps) {
+bool result_matches(const std::string& result_csv, RunStatus status, const std::string& steps) {
   if (!fs::exists(result_csv)) return false;
   try {
     Table t = read_seed_rows(result_csv);
     const int st = column(t, "status"), sp = column(t, "steps");
-    return t.rows.size() == 1 && st >= 0 && sp >= 0 && t.rows[0][st] == status && t.rows[0][sp] == steps;
+    return t.rows.size() == 1 && st >= 0 && sp >= 0 && is_status(t.rows[0][st], status) && t.rows[0][sp] == steps;
   } catch (const Error&) {
     return false;
   }
@@ -99,7 +99,8 @@ bool result_matches(const std::string& result_csv, const std::string& status, co
 bool kept_from_before(const fs::path& run_dir, uint64_t seed, Table& rows, RunOptions& ro) {
   const std::string result_csv = (run_dir / "result.csv").string();
   const auto [status, steps] = checkpoint_status((run_dir / "model.safetensors").string());
-  if (!resumable_status(status) && !status.empty() && result_matches(result_csv, status, steps)) {
+  const std::optional<RunStatus> saved = parse_status(status);
+  if (saved && !resumable(*saved) && result_matches(result_csv, *saved, steps)) {
     Table done = read_seed_rows(result_csv);
     add_rows(rows, done);
     log::info("train", "seed {}: finished before ({}), kept", seed, status);
@@ -114,7 +115,7 @@ bool none_finished(const Table& rows) {
   if (rows.rows.empty()) return false;
   const int status = column(rows, "status");
   for (const auto& r : rows.rows)
-    if (r[status] == "ok") return false;
+    if (is_status(r[status], RunStatus::Ok)) return false;
   log::warn("train", "no seed finished: every seed diverged (see the message column of summary.csv)");
   return true;
 }
@@ -138,7 +139,7 @@ int train_seeds(const TrainPlan& plan, const data::Corpus& corpus, const Config&
     if (writer) write_file_atomic((run_dir / "result.csv").string(), one.csv());
     add_rows(rows, one);
     if (writer) write_file_atomic((fs::path(plan.out) / "summary.csv").string(), with_aggregates(rows).csv());
-    if (r.status == "interrupted") return 130;
+    if (r.status == RunStatus::Interrupted) return 130;
   }
   return none_finished(rows) ? 1 : 0;
 }
@@ -151,7 +152,7 @@ bool train_out_finished(const std::string& out, Table& rows) {
   } catch (const InputError&) {
     return false;
   }
-  return all_status(rows, {"ok", "diverged"});
+  return all_status(rows, {RunStatus::Ok, RunStatus::Diverged});
 }
 
 bool train_out_resumable(const std::string& out) { return fs::exists(fs::path(out) / "train.json"); }

@@ -9,7 +9,7 @@ double lr_at(const TrainConfig& t, int64_t step, int64_t total) {
   // Warm-up: step 0 already takes a small step (lr/warmup), reaching lr at step = warmup.
   if (t.warmup_steps > 0 && step < t.warmup_steps)
     return t.lr * static_cast<double>(step + 1) / t.warmup_steps;
-  const Schedule schedule = parse_option<Schedule>(t.schedule);
+  const Schedule schedule = t.schedule;
   if (schedule == Schedule::Constant) return t.lr;
   const int64_t decay_steps = std::max<int64_t>(1, total - t.warmup_steps - 1);
   const double progress =

@@ -89,7 +89,7 @@ std::vector<double> ok_values(const Table& t, const std::string& name, int col) 
   const int status = column(t, "status");
   std::vector<double> v;
   for (const auto& r : t.rows)
-    if (r[0] == name && r[status] == "ok") v.push_back(cell_value(r, col));
+    if (r[0] == name && is_status(r[status], RunStatus::Ok)) v.push_back(cell_value(r, col));
   return v;
 }
 
@@ -125,7 +125,7 @@ Table seed_rows(const std::vector<SummaryRow>& rows) {
   for (const auto& r : rows) {
     Table one;
     one.header = {"name", "seed", "status"};
-    std::vector<std::string> cells = {r.name, std::to_string(r.run.seed), r.run.status};
+    std::vector<std::string> cells = {r.name, std::to_string(r.run.seed), status_name(r.run.status)};
     for (const auto& c : run_columns()) one.header.push_back(c.name), cells.push_back(csv_num(c.get(r), c.digits));
     for (const auto& m : r.run.test.metrics.in(data::kSummaryTable))
       one.header.push_back(m.column.name), cells.push_back(csv_num(m.value, m.column.decimals));
@@ -227,11 +227,13 @@ std::string summary_markdown(const Table& seeds) {
   return t.markdown();
 }
 
-bool all_status(const Table& t, std::initializer_list<std::string_view> allowed) {
+bool all_status(const Table& t, std::initializer_list<RunStatus> allowed) {
   const int st = t.header.empty() ? -1 : column(t, "status");
   if (st < 0 || t.rows.empty()) return false;
   return std::all_of(t.rows.begin(), t.rows.end(), [&](const std::vector<std::string>& row) {
-    return st < static_cast<int>(row.size()) && std::find(allowed.begin(), allowed.end(), row[st]) != allowed.end();
+    if (st >= static_cast<int>(row.size())) return false;
+    const std::optional<RunStatus> s = parse_status(row[st]);
+    return s && std::find(allowed.begin(), allowed.end(), *s) != allowed.end();
   });
 }
 

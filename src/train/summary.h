@@ -32,7 +32,7 @@ void add_rows(Table& into, const Table& from);
 Table read_seed_rows(const std::string& summary_csv);
 
 // True when the table has rows, a status column, and every row's status is one of `allowed`.
-bool all_status(const Table& t, std::initializer_list<std::string_view> allowed);
+bool all_status(const Table& t, std::initializer_list<RunStatus> allowed);
 
 // seed rows + mean / std / min / max rows per name over the rows with status ok.
 Table with_aggregates(const Table& seeds);

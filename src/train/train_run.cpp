@@ -114,10 +114,6 @@ void truncate_metrics(const std::string& path, int64_t steps) {
 // config, seed, steps).
 TrainState checked_resume_state(const Training& tr, const Checkpoint& ck) {
   TrainState saved = parse_state(ck);
-  const bool finished = saved.status == "ok" || saved.status == "diverged";
-  if (!resumable_status(saved.status) && !finished)
-    throw InputError(fmt::format("{}: unknown status '{}' in the checkpoint's metadata", tr.ckpt_path, saved.status),
-                     "the checkpoint cannot be resumed; start the run again");
   if (to_yaml(ck.config) != to_yaml(tr.cfg))
     throw InputError(fmt::format("{}: the checkpoint's config differs from the config to resume with", tr.ckpt_path),
                      "resume with the run's own config (lmx train --resume DIR takes no --set)");
@@ -138,14 +134,14 @@ TrainState checked_resume_state(const Training& tr, const Checkpoint& ck) {
 void resume_run(Training& tr) {
   Checkpoint ck = read_checkpoint(tr.ckpt_path);
   TrainState saved = checked_resume_state(tr, ck);
-  tr.finished_before = saved.status == "ok" || saved.status == "diverged";
+  tr.finished_before = finished(saved.status);
   load_weights(*tr.model, ck);
   if (!tr.finished_before) {
     restore_optimizer(*tr.model, *tr.optimizer, ck);
     // Without AdamW's moments the run would continue as another one: refused, never silently.
     if (saved.steps > 0 && tr.optimizer->state().empty())
       throw InputError(fmt::format("{}: status {} at step {} but no optimizer state: the run cannot be resumed exactly",
-                                   tr.ckpt_path, saved.status, saved.steps),
+                                   tr.ckpt_path, status_name(saved.status), saved.steps),
                        "start the run again (remove the seed's directory)");
   }
   saved.threads = tr.state.threads;
@@ -159,7 +155,7 @@ void resume_run(Training& tr) {
     auto m = ck.metadata.find("message");
     tr.res.message = m == ck.metadata.end() ? "" : m->second;
     log::info("train", "seed {}: {} finished training (status {}) without its result: finishing it", tr.opt.seed,
-              tr.opt.run_dir, saved.status);
+              tr.opt.run_dir, status_name(saved.status));
   } else {
     if (tr.writer) truncate_metrics(tr.metrics_path, tr.state.steps);
     log::info("train", "seed {}: resuming {} after step {}", tr.opt.seed, tr.opt.run_dir, tr.state.steps);
@@ -201,7 +197,7 @@ void prepare_run(Training& tr) {
 }
 
 // Writes the checkpoint (rank 0); with optimizer state when the run can be continued from it.
-void write_run_checkpoint(Training& tr, const std::string& status, double train_seconds) {
+void write_run_checkpoint(Training& tr, RunStatus status, double train_seconds) {
   if (!tr.writer) return;
   TrainState& state = tr.state;
   state.status = status;
@@ -217,7 +213,7 @@ void write_run_checkpoint(Training& tr, const std::string& status, double train_
   // Where the tokenizer came from (save_checkpoint copies it beside the checkpoint with its hash).
   if (tr.corpus.vocab.tokenizer) meta["tokenizer"] = tr.corpus.vocab.tokenizer->path();
   save_checkpoint(tr.ckpt_path, tr.model, tr.cfg,
-                  resumable_status(status) ? optimizer_tensors(*tr.model, *tr.optimizer) : NamedTensors{}, meta);
+                  resumable(status) ? optimizer_tensors(*tr.model, *tr.optimizer) : NamedTensors{}, meta);
 }
 
 // ---- the step loop ----
@@ -251,7 +247,7 @@ StepResult take_run_step(Training& tr, int64_t step, double lr) {
 // A step that took no update (its loss or gradient norm is not finite): the run diverged.
 void record_divergence(Training& tr, int64_t step, double lr, const StepResult& sr) {
   const std::string bad = bad_gradient_note(tr.model);
-  tr.res.status = "diverged";
+  tr.res.status = RunStatus::Diverged;
   tr.res.message = fmt::format("step {}: loss {} grad norm {}{}", step, sr.loss, sr.grad_norm, bad);
   log::warn("train", "seed {} diverged at {}", tr.opt.seed, tr.res.message);
   if (tr.metrics)
@@ -302,7 +298,7 @@ void report_step_progress(const Training& tr, int64_t step, double loss, double 
 // the same step, the first whose all-reduce carried a rank's interrupt flag.
 bool stop_if_interrupted(Training& tr, int64_t step, const StepResult& sr) {
   if (!(dist::current() ? sr.interrupted : signals::interrupted())) return false;
-  tr.res.status = "interrupted";
+  tr.res.status = RunStatus::Interrupted;
   tr.res.message = fmt::format("interrupted after step {}; continue with lmx train --resume", step + 1);
   if (tr.opt.progress) fmt::print(stderr, "\n");
   log::warn("train", "seed {}: {}", tr.opt.seed, tr.res.message);
@@ -314,7 +310,7 @@ bool stop_if_interrupted(Training& tr, int64_t step, const StepResult& sr) {
 double step_loop(Training& tr) {
   const TrainConfig& t = tr.cfg.train;
   log::info("train", "seed {}: {} parameters, {} steps ({} per epoch), layout {}, rows of <= {} targets", tr.opt.seed,
-            tr.res.params, tr.total, tr.per_epoch, tr.cfg.data.layout, data::train_row_len(tr.cfg));
+            tr.res.params, tr.total, tr.per_epoch, option_name(tr.cfg.data.layout), data::train_row_len(tr.cfg));
   double smoothed_tps = 0;
   tr.seconds_before = tr.state.train_seconds;
   const int64_t first_step = tr.state.steps;
@@ -341,7 +337,7 @@ double step_loop(Training& tr) {
     if (step + 1 == tr.fault.interrupt_after_step) signals::raise_interrupt();  // fault injection (tests)
     if (stop_if_interrupted(tr, step, sr)) break;
     if (step + 1 != tr.total && t.checkpoint_every > 0 && (step + 1) % t.checkpoint_every == 0)
-      write_run_checkpoint(tr, "running", tr.seconds_before + seconds_since(t_train));
+      write_run_checkpoint(tr, RunStatus::Running, tr.seconds_before + seconds_since(t_train));
   }
   return tr.seconds_before + seconds_since(t_train);
 }
@@ -354,7 +350,7 @@ void test_run(Training& tr, double train_seconds) {
   RunResult& res = tr.res;
   res.test = evaluate(tr.model, tr.corpus, tr.test_opt);
   if (!std::isfinite(res.final_val_ppl) || !std::isfinite(res.test.ppl)) {
-    res.status = "diverged";
+    res.status = RunStatus::Diverged;
     res.message = fmt::format("val ppl {} test ppl {}: not finite", res.final_val_ppl, res.test.ppl);
     log::warn("train", "seed {} diverged: {}", tr.opt.seed, res.message);
     write_run_checkpoint(tr, res.status, train_seconds);
@@ -371,7 +367,7 @@ void finish_run(Training& tr, double train_seconds, Clock::time_point t_start) {
   if (state.last_epoch_tokens > 0) res.train_loss_last_epoch = state.last_epoch_loss_sum / state.last_epoch_tokens;
   if (state.first_tokens > 0) res.train_loss_first = state.first_loss_sum / state.first_tokens;
   if (!tr.finished_before) write_run_checkpoint(tr, res.status, train_seconds);
-  if (res.status == "ok") test_run(tr, train_seconds);
+  if (res.status == RunStatus::Ok) test_run(tr, train_seconds);
   res.wall_s = seconds_since(t_start) + tr.seconds_before;
   res.peak_rss_mib = peak_rss_mib();
 }

@@ -28,7 +28,6 @@ const torch::Tensor* find(const Checkpoint& ckpt, const std::string& name) {
 
 }  // namespace
 
-bool resumable_status(const std::string& status) { return status == "interrupted" || status == "running"; }
 
 NamedTensors optimizer_tensors(ModernLMImpl& model, torch::optim::AdamW& optimizer) {
   NamedTensors out;
@@ -83,7 +82,7 @@ void restore_optimizer(ModernLMImpl& model, torch::optim::AdamW& optimizer, cons
 }
 
 std::map<std::string, std::string> state_metadata(const TrainState& s) {
-  return {{"status", s.status},
+  return {{"status", status_name(s.status)},
           {"steps", std::to_string(s.steps)},
           {"epoch", exact(s.epoch)},
           {"best_val_ppl", exact(s.best_val_ppl)},
@@ -121,7 +120,12 @@ TrainState parse_state(const Checkpoint& ckpt) {
     return static_cast<int64_t>(d);
   };
   TrainState s;
-  s.status = get("status");
+  const std::string status = get("status");
+  const std::optional<RunStatus> parsed = parse_status(status);
+  if (!parsed)
+    throw InputError(fmt::format("{}: unknown status '{}' in the checkpoint's metadata", ckpt.path, status),
+                     "the checkpoint cannot be resumed; start the run again");
+  s.status = *parsed;
   s.steps = integer("steps");
   s.epoch = number("epoch");
   s.best_val_ppl = number("best_val_ppl");

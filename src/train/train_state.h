@@ -19,11 +19,12 @@
 #include "formats/checkpoint.h"
 #include "formats/safetensors.h"
 #include "model/lm.h"
+#include "train/run_status.h"
 
 namespace lmx {
 
 struct TrainState {
-  std::string status = "running";
+  RunStatus status = RunStatus::Running;
   int64_t steps = 0;
   double epoch = 0;
   double best_val_ppl = std::nan("");
@@ -51,10 +52,8 @@ void restore_optimizer(ModernLMImpl& model, torch::optim::AdamW& optimizer, cons
 std::map<std::string, std::string> state_metadata(const TrainState& s);
 
 // Reads the state back from a checkpoint's metadata; InputError naming the key when absent
-// or not a number.
+// or not a number, or the status when it is not one (run_status.h).
 TrainState parse_state(const Checkpoint& ckpt);
 
-// A resumable checkpoint holds optimizer state and status interrupted or running.
-bool resumable_status(const std::string& status);
 
 }  // namespace lmx

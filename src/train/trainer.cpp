@@ -89,7 +89,7 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip,
-                      const std::string& precision, int64_t global_tokens, int parts) {
+                      Precision precision, int64_t global_tokens, int parts) {
   return train_step(model, optimizer, std::vector<MicroBatch>{{inputs, targets, {}}}, lr, grad_clip, precision,
                     global_tokens, parts);
 }
@@ -186,7 +186,7 @@ struct PassesResult {
   double fwd_ms = 0, bwd_ms = 0;  // this thread's forward; the rest of the wait for all lists
 };
 PassesResult forward_backward(ModernLM& model, const std::vector<std::vector<MicroBatch>>& work,
-                              const std::vector<torch::Tensor>& params, const std::string& precision, bool summed,
+                              const std::vector<torch::Tensor>& params, Precision precision, bool summed,
                               int64_t tokens) {
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
   std::vector<torch::Tensor> part_loss(work.size());
@@ -260,7 +260,7 @@ void allreduce_step(dist::Group& group, const torch::Tensor& loss, const std::ve
 }  // namespace
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
-                      double grad_clip, const std::string& precision, int64_t global_tokens, int parts) {
+                      double grad_clip, Precision precision, int64_t global_tokens, int parts) {
   if (micro.empty()) throw std::logic_error("train_step: no micro-batch");
   set_lr(optimizer, lr);
   dist::Group* group = dist::current();
@@ -328,7 +328,7 @@ Config resolve_for_corpus(Config cfg, const data::Corpus& corpus) {
   if (cfg.model.vocab_size == 0) cfg.model.vocab_size = v;
   if (cfg.model.vocab_size < v)
     throw InputError(fmt::format("{}: model.vocab_size ({}) is smaller than the {} vocabulary ({})",
-                                 cfg.source, cfg.model.vocab_size, corpus.kind, v),
+                                 cfg.source, cfg.model.vocab_size, option_name(corpus.kind), v),
                      "set model.vocab_size: auto");
   return cfg;
 }

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "data/corpus.h"
 #include "train/evaluate.h"
+#include "train/run_status.h"
 
 namespace lmx {
 
@@ -30,7 +31,7 @@ struct RunOptions {
 
 struct RunResult {
   uint64_t seed = 0;
-  std::string status = "ok";  // ok | diverged | interrupted
+  RunStatus status = RunStatus::Ok;  // ok | diverged | interrupted
   std::string message;        // why, when status is not ok
   int64_t params = 0;
   int64_t steps = 0;          // optimizer steps taken
@@ -90,7 +91,7 @@ struct StepResult {
   std::array<double, 4> phase_ms{};
 };
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
-                      const torch::Tensor& targets, double lr, double grad_clip, const std::string& precision = "fp32", int64_t global_tokens = -1,
+                      const torch::Tensor& targets, double lr, double grad_clip, Precision precision = Precision::Fp32, int64_t global_tokens = -1,
                       int parts = 1);
 // The batch's rows in micro-batches (train.micro_batch_size): rows sorted by length (up to the
 // last target that counts; stable) and cut into groups of `size` rows, each trimmed to its
@@ -114,7 +115,7 @@ MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& 
 // float rounding (the gradients are summed in parts). One micro-batch: exactly the step above.
 // `parts` (step_parts): the batch split over that many threads (split_step), 1: on this thread.
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
-                      double grad_clip, const std::string& precision = "fp32",
+                      double grad_clip, Precision precision = Precision::Fp32,
                       int64_t global_tokens = -1, int parts = 1);
 
 // The parts a training step's batch is split into, one per thread (train.split_batch):
