@@ -8,12 +8,14 @@
 #include <cstring>
 #include <functional>
 #include <iomanip>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/fused_attention.h"
 #include "model/ffn.h"
+#include "model/registry.h"
 
 using namespace lmx;
 using lmx::experiments::max_abs;
@@ -53,42 +55,31 @@ const Variant kVariants[] = {
 struct Closed {
   std::function<double(double)> phi, dphi;
 };
-Closed closed_form(ActKind kind, double beta) {
+// By the activation's name (registry::activations(): every FFN row's φ); none for a name this
+// test has no formula for, which fails the test: a new activation row brings its closed form here.
+std::optional<Closed> closed_form(const std::string& name, double beta) {
   const double k = std::sqrt(2.0 / M_PI), kappa = 0.044715;
   auto sigmoid = [](double z) { return 1.0 / (1.0 + std::exp(-z)); };
-  switch (kind) {
-    case ActKind::Relu: return {[](double x) { return x > 0 ? x : 0.0; }, [](double x) { return x > 0 ? 1.0 : 0.0; }};
-    case ActKind::Gelu:
-      return {[](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); },
-              [](double x) {
-                return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
-              }};
-    case ActKind::GeluTanh:
-      return {[=](double x) { return 0.5 * x * (1 + std::tanh(k * (x + kappa * x * x * x))); },
-              [=](double x) {
-                const double t = std::tanh(k * (x + kappa * x * x * x));
-                return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * kappa * x * x);
-              }};
-    case ActKind::Silu: beta = 1.0; [[fallthrough]];
-    case ActKind::Swish:
-      return {[=](double x) { return x * sigmoid(beta * x); },
-              [=](double x) {
-                const double s = sigmoid(beta * x);
-                return s * (1 + beta * x * (1 - s));
-              }};
-  }
-  return {};
-}
-
-const char* name(ActKind kind) {
-  switch (kind) {
-    case ActKind::Relu: return "relu";
-    case ActKind::Gelu: return "gelu";
-    case ActKind::GeluTanh: return "gelu_tanh";
-    case ActKind::Silu: return "silu";
-    case ActKind::Swish: return "swish";
-  }
-  return "?";
+  if (name == "relu") return Closed{[](double x) { return x > 0 ? x : 0.0; }, [](double x) { return x > 0 ? 1.0 : 0.0; }};
+  if (name == "gelu")
+    return Closed{[](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); },
+                  [](double x) {
+                    return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+                  }};
+  if (name == "gelu_tanh")
+    return Closed{[=](double x) { return 0.5 * x * (1 + std::tanh(k * (x + kappa * x * x * x))); },
+                  [=](double x) {
+                    const double t = std::tanh(k * (x + kappa * x * x * x));
+                    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * kappa * x * x);
+                  }};
+  if (name == "silu") beta = 1.0;
+  if (name == "silu" || name == "swish")
+    return Closed{[=](double x) { return x * sigmoid(beta * x); },
+                  [=](double x) {
+                    const double s = sigmoid(beta * x);
+                    return s * (1 + beta * x * (1 - s));
+                  }};
+  return std::nullopt;
 }
 
 // The stated tolerance: float rounding of a few operations, relative to the value, with an
@@ -109,12 +100,14 @@ TEST_CASE("fused FFN activations: values and derivatives within 1e-6 (relative) 
   const int64_t n = static_cast<int64_t>(x.size());
   for (const auto& var : kVariants) {
     if (!cpu_runs(var.isa)) continue;
-    for (const ActKind kind : {ActKind::Relu, ActKind::Gelu, ActKind::GeluTanh, ActKind::Silu, ActKind::Swish}) {
-      for (const float beta : {1.0f, 1.7f}) {
-        if (beta != 1.0f && kind != ActKind::Swish) continue;
-        DYNAMIC_SECTION(var.isa << " " << name(kind) << " beta " << beta) {
+    for (const auto& [name, kind] : registry::activations()) {
+      for (const float beta : {1.0f, 1.7f}) {  // β: swish's (the others ignore it)
+        DYNAMIC_SECTION(var.isa << " " << name << " beta " << beta) {
           const ActOp op{kind, beta};
-          const Closed ref = closed_form(kind, beta);
+          const std::optional<Closed> closed = closed_form(name, beta);
+          INFO("activation " << name << ": no closed form in this test; add one");
+          REQUIRE(closed);
+          const Closed& ref = *closed;
           // Plain: y = φ(x), dx = dy·φ'(x) with dy = 1 (and a second pass with dy = -2.5).
           std::vector<float> y(n), dx(n), ones(n, 1.0f), twos(n, -2.5f), dx2(n);
           var.fwd(op, x.data(), n, y.data(), nullptr);

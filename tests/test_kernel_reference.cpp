@@ -19,6 +19,7 @@
 
 #include "helpers.h"
 #include "kernels/cpu_kernels.h"
+#include "model/registry.h"
 
 // Its own namespace: the unity build puts this file beside test_kernel_variants.cpp's helpers.
 namespace lmx::kernels::reference_test {
@@ -177,13 +178,13 @@ TEST_CASE("kernel reference: every variant's decode over transposed keys within 
 
 TEST_CASE("kernel reference: every variant's FFN activations, plain and gated, within 2e-6 of the closed forms",
           "[model][ffn][fused][reference]") {
-  const std::vector<ActOp> ops{{ActKind::Relu, 1.0f}, {ActKind::Gelu, 1.0f}, {ActKind::GeluTanh, 1.0f},
-                               {ActKind::Silu, 1.0f}, {ActKind::Swish, 1.7f}};
+  std::vector<ActOp> ops;  // every FFN row's φ (β 1.7: swish's; the others ignore it)
+  for (const auto& a : registry::activations()) ops.push_back({a.act, 1.7f});
   const int64_t rows = 3, F = 37, n = rows * F;  // 37: a tail past every vector width
   const auto x = normal_floats(n, 8, 3.0f), gu = normal_floats(rows * 2 * F, 9, 3.0f), dy = normal_floats(n, 10);
   for (const auto& v : variants_on_this_cpu())
     for (const auto& op : ops) {
-      INFO(v.name << " activation " << static_cast<int>(op.kind));
+      INFO(v.name << " activation " << static_cast<int>(op.kind) << " (registry::activations() order)");
       struct Out {
         std::vector<float> y, keep, dx, out, gkeep, dgu;
       };

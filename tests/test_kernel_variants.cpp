@@ -15,6 +15,7 @@
 
 #include "helpers.h"
 #include "kernels/cpu_kernels.h"
+#include "model/registry.h"
 
 using namespace lmx::kernels;
 
@@ -122,10 +123,10 @@ TEST_CASE("kernel variants: AVX-512 FFN activations, norms and cross-entropy giv
     WARN("this CPU has no AVX-512 (F, VL, BW, DQ): the AVX-512 variant is not run here");
     return;
   }
-  for (const ActKind kind : {ActKind::Relu, ActKind::Gelu, ActKind::GeluTanh, ActKind::Silu, ActKind::Swish}) {
-    const ActOp op{kind, kind == ActKind::Swish ? 1.7f : 1.0f};
+  for (const auto& [name, kind] : registry::activations()) {  // every FFN row's φ
+    const ActOp op{kind, 1.7f};  // β: swish's (the others ignore it)
     for (const int64_t F : {8, 171, 256, 3}) {
-      INFO("activation " << static_cast<int>(kind) << " F " << F);
+      INFO("activation " << name << " F " << F);
       const int64_t rows = 9;
       const auto gu = normal_floats(rows * 2 * F, 5, 3.0f), dy = normal_floats(rows * F, 6);
       std::vector<float> o1(rows * F), o2(rows * F), d1(rows * 2 * F), d2(rows * 2 * F);

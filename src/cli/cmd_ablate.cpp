@@ -9,6 +9,7 @@
 #include "cli/app.h"
 #include "cli/common.h"
 #include "config/config.h"
+#include "config/registry.h"
 #include "config/fields.h"
 #include "data/corpus.h"
 #include "data/metrics.h"
@@ -39,17 +40,26 @@ struct AblateOptions {
 namespace {
 
 // The changes, in lecture order; each groups the keys that move together (the FFN's width
-// is re-matched with it, RoPE's settings with the position).
+// is re-matched with it, a position scheme's settings with the position: the keys its registry
+// row names, RoPE's and T5's).
 struct Change {
   std::string name;
   std::vector<std::string> keys;
 };
+// The component's key, then the keys its rows read, each once, in row order.
+std::vector<std::string> component_keys(const std::string& key, registry::Kind kind) {
+  std::vector<std::string> keys = {key};
+  for (const auto& e : registry::entries(kind))
+    for (const auto& k : e.traits.keys)
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  return keys;
+}
 const std::vector<Change>& known_changes() {
   static const std::vector<Change> changes = {
       {"norm_placement", {"model.norm_placement"}},
       {"norm", {"model.norm", "model.norm_eps"}},
       {"ffn", {"model.ffn", "model.swish_beta", "model.d_ff", "model.d_ff_plain", "model.d_ff_multiple"}},
-      {"position", {"model.position", "model.rope_theta", "model.rope_layout", "model.rope_scaling", "model.rope_factor"}},
+      {"position", component_keys("model.position", registry::Kind::Position)},
       {"kv_heads", {"model.n_kv_heads"}},
       {"bias", {"model.bias"}},
   };

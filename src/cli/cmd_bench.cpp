@@ -214,7 +214,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
   if (a.vocab > 0) cfg.model.vocab_size = a.vocab;
   if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data::load_vocabulary(cfg.data).vocab.size();
   const int64_t B = cfg.train.batch_size, T = cfg.data.seq_len, V = cfg.model.vocab_size;
-  if (T > cfg.model.max_seq_len && registry::position(cfg.model).length_table)
+  if (T > cfg.model.max_seq_len && registry::position(cfg.model).bounded_length)
     throw InputError(fmt::format("--seq-len {} exceeds model.max_seq_len {}", T, cfg.model.max_seq_len));
 
   torch::manual_seed(g.seed >= 0 ? g.seed : 0);
@@ -255,7 +255,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
   double dec_cached = 0, dec_full = 0;
   if (!a.no_decode && a.decode_len > 0) {
     const int64_t len = a.decode_len;
-    if (registry::position(cfg.model).length_table && len > cfg.model.max_seq_len)
+    if (registry::position(cfg.model).bounded_length && len > cfg.model.max_seq_len)
       throw InputError(fmt::format("--decode-len {} exceeds model.max_seq_len {}", len, cfg.model.max_seq_len));
     decode_tokens_per_s(model, std::min<int64_t>(len, 16), V, true);  // warm-up
     dec_cached = decode_tokens_per_s(model, len, V, true);

@@ -12,11 +12,8 @@
 namespace lmx::registry {
 
 Traits gated() { Traits t; t.gated = true; return t; }
-Traits centered() { Traits t; t.centered = true; return t; }
 Traits latent() { Traits t; t.latent = true; return t; }
 Traits rotary() { Traits t; t.rotary = true; return t; }
-Traits length_table() { Traits t; t.length_table = true; return t; }
-Traits bucket_table() { Traits t; t.bucket_table = true; return t; }
 Traits llama(Traits t) { t.llama = true; return t; }
 
 const std::vector<Kind>& kinds() {

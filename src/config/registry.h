@@ -6,6 +6,7 @@
 // model/registry.cpp {name, description, traits, factory}, added here when the program starts
 // (static initialization), before main() and before anything reads the catalog.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,26 +16,26 @@ namespace lmx::registry {
 
 enum class Kind { Ffn, Norm, Attention, Position };
 
-// What the code outside a component's own file needs to know about it. One struct for every
-// kind; a kind's rows set only the fields marked with it.
+// What the code outside a component's own file asks of it: capabilities and counts, never its
+// name. One struct for every kind; a kind's rows set only the fields marked with it.
 struct Traits {
-  bool gated = false;         // ffn: W2·(φ(W1x) ⊙ W3x), three matrices (plain: two)
-  bool centered = false;      // norm: subtracts the mean and adds a bias β (two vectors; else γ only)
-  bool latent = false;        // attention: keys and values from one cached low-rank latent (MLA),
-                              //   not per-head K/V projections (no n_kv_heads, no K/V heads to pool)
-  bool rotary = false;        // position: rotates queries and keys (MLA's decoupled RoPE part needs it)
-  bool length_table = false;  // position: a learned table of max_seq_len rows (no longer sequences)
-  bool bucket_table = false;  // position: a learned bias per distance bucket and head (T5; t5_* fields)
-  bool llama = false;         // the variant Llama uses: the HF / GGUF exporters accept only these
+  bool gated = false;          // ffn: W2·(φ(W1x) ⊙ W3x), three matrices (plain: two)
+  int vectors = 1;             // norm: learned vectors of width C per norm: γ (1), or γ and β (2)
+  bool latent = false;         // attention: keys and values from one cached low-rank latent (MLA),
+                               //   not per-head K/V projections (no n_kv_heads, no K/V heads to pool)
+  bool rotary = false;         // position: rotates queries and keys (even head dims; MLA's decoupled part)
+  bool bounded_length = false; // position: no position at or past model.max_seq_len (a table of that length)
+  // position: its parameters in the whole model (null: none), for the arithmetic of model/sizes.h.
+  int64_t (*params)(const ModelConfig&) = nullptr;
+  // The model.* keys only this variant reads: `lmx ablate` moves them with the component.
+  std::vector<std::string> keys;
+  bool llama = false;          // the variant Llama uses: the HF / GGUF exporters accept only these
 };
 
 // A row's traits, composable: llama(gated()) is Llama's gated FFN.
 Traits gated();
-Traits centered();
 Traits latent();
 Traits rotary();
-Traits length_table();
-Traits bucket_table();
 Traits llama(Traits t);
 
 struct Entry {

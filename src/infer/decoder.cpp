@@ -16,8 +16,7 @@
 #include "model/block.h"
 #include "model/ffn.h"
 #include "model/norm.h"
-#include "model/position/absolute.h"
-#include "model/position/rope.h"
+#include "model/position/position.h"
 #include "util/runtime.h"
 
 namespace lmx::infer {
@@ -28,14 +27,11 @@ namespace {
 torch::Tensor own(const torch::Tensor& t) { return t.detach().to(torch::kFloat32).contiguous().clone(); }
 float* ptr(const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
-// Whether the engine knows this position scheme: it adds a table (none, sinusoidal, learned)
-// or rotates (RoPE).
-bool known_position(const Position* p) {
-  return dynamic_cast<const NoPositionImpl*>(p) || dynamic_cast<const SinusoidalPositionImpl*>(p) ||
-         dynamic_cast<const LearnedPositionImpl*>(p) || dynamic_cast<const RoPEImpl*>(p);
-}
-bool known_norm(const Norm* n) { return dynamic_cast<const LayerNormImpl*>(n) || dynamic_cast<const RMSNormImpl*>(n); }
-bool known_ffn(const Ffn* f) { return dynamic_cast<const PlainFfnImpl*>(f) || dynamic_cast<const GatedFfnImpl*>(f); }
+// Whether the engine runs this position scheme: it adds a table, rotates or does nothing (a
+// score bias is not one of the engine's kernels).
+bool known_position(const Position* p) { return p->effect() != PositionEffect::BiasesScores; }
+bool known_norm(const Norm* n) { return n->row_kernel().has_value(); }
+bool known_ffn(const Ffn* f) { return f->fused().has_value(); }
 
 }  // namespace
 
@@ -49,13 +45,9 @@ struct NormW {
   float eps = 0;
 
   explicit NormW(const std::shared_ptr<Norm>& n) {
-    const auto& k = kernels::norm_kernels();
-    if (auto* ln = dynamic_cast<const LayerNormImpl*>(n.get())) {
-      fn = k.layernorm_forward, w = own(ln->weight), b = own(ln->bias), eps = static_cast<float>(ln->eps());
-    } else {
-      const auto& rms = dynamic_cast<const RMSNormImpl&>(*n);
-      fn = k.rmsnorm_forward, w = own(rms.weight), eps = static_cast<float>(rms.eps());
-    }
+    const Norm::RowKernel k = *n->row_kernel();
+    fn = k.fn, w = own(k.weight), eps = static_cast<float>(k.eps);
+    if (k.bias.defined()) b = own(k.bias);
   }
   // y = N(x + a) (a null: N(x)), h = x + a (where a is not null), one row of C; stats: 2 floats
   // (the row's mean and 1/σ or 1/rms, which only a backward would read).
@@ -166,10 +158,10 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
   if (model->head_bias().defined()) m.head_b = own(model->head_bias());
   m.embed_scale = static_cast<float>(model->embedding_scale());
   const auto position = model->position();
-  if (auto* rope = dynamic_cast<RoPEImpl*>(position.get())) {
+  if (Rotary* rope = position->rotary()) {
     auto [cos, sin] = rope->tables(max_len, torch::kCPU);
     m.cos = own(cos), m.sin = own(sin), m.interleaved = rope->interleaved();
-  } else if (!dynamic_cast<const NoPositionImpl*>(position.get())) {  // an absolute table: 0 + table = table
+  } else if (position->effect() == PositionEffect::AddsTable) {  // 0 + table = table
     m.positions = own(position->embed(torch::zeros({1, max_len, m.C}), 0).squeeze(0));
   }
   if (model->final_norm()) m.final_norm = std::make_unique<NormW>(model->final_norm());
@@ -189,22 +181,12 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
     L.rope = m.cos.defined();
     L.kt = torch::zeros({m.Hk, m.D, m.kt_ld}, cache_opts);
     L.v = torch::zeros({m.Hk, max_len, m.D}, cache_opts);
-    if (auto* g = dynamic_cast<const GatedFfnImpl*>(block->mlp.get())) {
-      L.gated = true, L.act = g->op();
-      L.w1 = own(torch::cat({g->gate_proj->weight, g->up_proj->weight}, 0));
-      if (g->gate_proj->bias.defined()) L.b1 = own(torch::cat({g->gate_proj->bias, g->up_proj->bias}, 0));
-      L.w2 = own(g->down_proj->weight);
-      if (g->down_proj->bias.defined()) L.b2 = own(g->down_proj->bias);
-      L.F = g->down_proj->weight.size(1);
-    } else {
-      const auto& p = dynamic_cast<const PlainFfnImpl&>(*block->mlp);
-      L.act = p.op();
-      L.w1 = own(p.up_proj->weight);
-      if (p.up_proj->bias.defined()) L.b1 = own(p.up_proj->bias);
-      L.w2 = own(p.down_proj->weight);
-      if (p.down_proj->bias.defined()) L.b2 = own(p.down_proj->bias);
-      L.F = p.down_proj->weight.size(1);
-    }
+    const Ffn::Fused f = *block->mlp->fused();
+    L.gated = f.gated, L.act = f.act;
+    L.w1 = own(f.w1), L.w2 = own(f.w2);
+    if (f.b1.defined()) L.b1 = own(f.b1);
+    if (f.b2.defined()) L.b2 = own(f.b2);
+    L.F = f.w2.size(1);
     F_max = std::max(F_max, L.F);
     m.layers.push_back(std::move(L));
   }

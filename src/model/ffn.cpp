@@ -13,19 +13,11 @@
 #include "kernels/fused_attention.h"
 #include "kernels/parallel.h"
 #include "model/linear.h"
+#include "model/registry.h"
 #include "util/error.h"
 #include "util/op_timer.h"
 
 namespace lmx {
-
-Activation activation_from_name(const std::string& name) {
-  if (name == "relu") return Activation::Relu;
-  if (name == "gelu") return Activation::Gelu;
-  if (name == "gelu_tanh") return Activation::GeluTanh;
-  if (name == "silu") return Activation::Silu;
-  if (name == "swish") return Activation::Swish;
-  throw InputError(fmt::format("unknown activation '{}'; valid: relu, gelu, gelu_tanh, silu, swish", name));
-}
 
 torch::Tensor activate(Activation act, const torch::Tensor& x, double swish_beta) {
   switch (act) {
@@ -39,7 +31,7 @@ torch::Tensor activate(Activation act, const torch::Tensor& x, double swish_beta
 }
 
 torch::Tensor activation(const std::string& name, const torch::Tensor& x, double swish_beta) {
-  return activate(activation_from_name(name), x, swish_beta);
+  return activate(registry::activation_named(name), x, swish_beta);
 }
 
 namespace {
@@ -198,6 +190,10 @@ torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
   return linear_2d(h, down_proj).view(shape);  // (B, T, C)
 }
 
+std::optional<Ffn::Fused> PlainFfnImpl::fused() const {
+  return Fused{op(), false, up_proj->weight, up_proj->bias, down_proj->weight, down_proj->bias};
+}
+
 GatedFfnImpl::GatedFfnImpl(const FfnOptions& o, Activation act) : act_(act), beta_(o.swish_beta) {
   const int64_t F = o.hidden;
   gate_proj = register_module("gate_proj", make_linear(o.d_model, F, /*with_bias=*/o.bias));
@@ -219,6 +215,11 @@ torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
   auto g = activate(act_, linear_2d(x, gate_proj), beta_);  // (B, T, F) φ(W1x)
   if (keep_hidden) last_hidden = g.detach();
   return linear_2d(g * linear_2d(x, up_proj), down_proj);  // W2·(φ(W1x) ⊙ W3x): (B, T, C)
+}
+
+std::optional<Ffn::Fused> GatedFfnImpl::fused() const {
+  const auto b1 = gate_proj->bias.defined() ? torch::cat({gate_proj->bias, up_proj->bias}, 0) : torch::Tensor();
+  return Fused{op(), true, torch::cat({gate_proj->weight, up_proj->weight}, 0), b1, down_proj->weight, down_proj->bias};
 }
 
 }  // namespace lmx

@@ -8,6 +8,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/config.h"
@@ -19,9 +20,8 @@ namespace lmx {
 // The fused kernels' enum (kernels/cpu_kernels.h, free of LibTorch): one list of activations.
 using Activation = kernels::ActKind;
 
-// φ(x) by name: relu, gelu (exact x·Φ(x)), gelu_tanh, silu (x·σ(x)), swish (x·σ(βx)).
-// Throws InputError for another name.
-Activation activation_from_name(const std::string& name);
+// φ(x) as LibTorch ops: relu, gelu (exact x·Φ(x)), gelu_tanh, silu (x·σ(x)), swish (x·σ(βx));
+// by name, the plain FFN rows' activations (registry::activation_named: InputError for another).
 torch::Tensor activate(Activation act, const torch::Tensor& x, double swish_beta = 1.0);
 torch::Tensor activation(const std::string& name, const torch::Tensor& x, double swish_beta = 1.0);
 // The fused kernels as autograd ops, as the FFN modules run them (float32, contiguous): φ(x)
@@ -33,6 +33,17 @@ torch::Tensor fused_gated_activate(Activation act, const torch::Tensor& gu, doub
 class Ffn : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+
+  // The FFN as the decoding engine runs it on the fused kernels: φ, gated or not, and the
+  // weights (w1: gate|up stacked (2F, C) where gated, else up (F, C); w2: down (C, F); biases
+  // undefined where there are none). None for an FFN the kernels do not run (the engine then
+  // declines and the model's own forward decodes).
+  struct Fused {
+    kernels::ActOp act;
+    bool gated = false;
+    torch::Tensor w1, b1, w2, b2;
+  };
+  virtual std::optional<Fused> fused() const { return std::nullopt; }
 
   // Probes (hidden-layer sparsity): when keep_hidden is set, forward keeps φ(W1x) of its
   // last call, detached, (B, T, F) — the activation output, before any gating product.
@@ -46,6 +57,7 @@ class PlainFfnImpl : public Ffn {
   PlainFfnImpl(const FfnOptions& o, Activation act);
   torch::Tensor forward(const torch::Tensor& x) override;
   kernels::ActOp op() const { return {act_, static_cast<float>(beta_)}; }  // φ as the fused kernel takes it
+  std::optional<Fused> fused() const override;
 
   torch::nn::Linear up_proj{nullptr}, down_proj{nullptr};
 
@@ -61,6 +73,7 @@ class GatedFfnImpl : public Ffn {
   GatedFfnImpl(const FfnOptions& o, Activation act);
   torch::Tensor forward(const torch::Tensor& x) override;
   kernels::ActOp op() const { return {act_, static_cast<float>(beta_)}; }  // φ as the fused kernel takes it
+  std::optional<Fused> fused() const override;
 
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 

@@ -74,9 +74,10 @@ ModernLMImpl::ModernLMImpl(const ModelConfig& cfg) : cfg_(cfg), parts_(std::make
     p.model->register_module(p.position->module_name(), p.position);
   auto layers = p.model->register_module("layers", torch::nn::ModuleList());
   for (int i = 0; i < cfg.n_layers; ++i) {
-    // A per-layer scheme (T5 bias) gets a table per layer, or with t5_shared one table that
-    // layer 0 owns (T5: "model.layers.0.self_attn.relative_attention_bias") and every layer reads.
-    auto layer_position = p.position->per_layer() && !(registry::position(cfg).bucket_table && cfg.t5_shared) ? make_position(cfg) : p.position;
+    // A per-layer scheme (T5 bias) gets a table per layer, or when shared by the layers (T5 with
+    // t5_shared) one table that layer 0 owns (T5: "model.layers.0.self_attn.relative_attention_bias")
+    // and every layer reads.
+    auto layer_position = p.position->per_layer() && !p.position->shared_by_layers() ? make_position(cfg) : p.position;
     // Built in this order (each construction draws from the RNG): attention, FFN, the two norms.
     BlockParts parts{make_attention(cfg, layer_position), make_ffn(cfg), make_norm(cfg, cfg.d_model),
                      make_norm(cfg, cfg.d_model)};

@@ -137,6 +137,14 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return (xf * inv_rms * weight.to(torch::kFloat32)).to(x.scalar_type());
 }
 
+std::optional<Norm::RowKernel> LayerNormImpl::row_kernel() const {
+  return RowKernel{kernels::norm_kernels().layernorm_forward, weight, bias, eps_};
+}
+
+std::optional<Norm::RowKernel> RMSNormImpl::row_kernel() const {
+  return RowKernel{kernels::norm_kernels().rmsnorm_forward, weight, {}, eps_};
+}
+
 std::pair<torch::Tensor, torch::Tensor> LayerNormImpl::add_forward(const torch::Tensor& x, const torch::Tensor& a) {
   if (auto f = fused_add_norm(x, a, weight, bias, eps_)) return *f;
   return Norm::add_forward(x, a);

@@ -5,9 +5,11 @@
 #include <torch/nn/pimpl.h>
 
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "config/config.h"
+#include "kernels/cpu_kernels.h"
 
 namespace lmx {
 
@@ -16,6 +18,14 @@ namespace lmx {
 class Norm : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+  // The norm as the fused row kernel takes it (the decoding engine): the forward kernel, γ, β
+  // (undefined: none) and ε. None for a norm the kernels do not run.
+  struct RowKernel {
+    kernels::NormFn fn = nullptr;
+    torch::Tensor weight, bias;
+    double eps = 0;
+  };
+  virtual std::optional<RowKernel> row_kernel() const { return std::nullopt; }
   // A residual add and this norm: {h, N(h)} with h = x + a (a undefined: h = x). LayerNorm
   // and RMSNorm fuse the two into one op (float32 on CPU, fused kernels on).
   virtual std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& a);
@@ -27,6 +37,7 @@ class LayerNormImpl : public Norm {
   LayerNormImpl(int64_t dim, double eps);
   torch::Tensor forward(const torch::Tensor& x) override;
   std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& a) override;
+  std::optional<RowKernel> row_kernel() const override;
   double eps() const { return eps_; }
 
   torch::Tensor weight, bias;  // (C) γ, β
@@ -42,6 +53,7 @@ class RMSNormImpl : public Norm {
   RMSNormImpl(int64_t dim, double eps);
   torch::Tensor forward(const torch::Tensor& x) override;
   std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& a) override;
+  std::optional<RowKernel> row_kernel() const override;
   double eps() const { return eps_; }
 
   torch::Tensor weight;  // (C) γ

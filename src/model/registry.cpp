@@ -14,7 +14,9 @@
 #include "model/position/position.h"
 #include "model/position/rope.h"
 #include "model/position/t5_bias.h"
+#include "model/sizes.h"
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace lmx {
 
@@ -80,6 +82,48 @@ void add_row(Kind kind, Entry entry, Make make) {
 }  // namespace
 
 void add_ffn(Entry entry, FfnMake make) { add_row(Kind::Ffn, std::move(entry), make); }
+
+namespace {
+// The activation of each FFN row added with one, by name.
+std::vector<std::pair<std::string, Activation>>& ffn_acts() {
+  static std::vector<std::pair<std::string, Activation>> table;
+  return table;
+}
+// The factory of every activation row: its φ, plain or gated by the row's traits.
+std::shared_ptr<Ffn> activation_ffn(const ModelConfig& c) {
+  const Activation act = *ffn_activation(c.ffn);
+  if (ffn(c).gated) return std::make_shared<GatedFfnImpl>(ffn_options(c, true), act);
+  return std::make_shared<PlainFfnImpl>(ffn_options(c, false), act);
+}
+}  // namespace
+
+void add_ffn(Entry entry, Activation act) {
+  const std::string name = entry.name;
+  add_row(Kind::Ffn, std::move(entry), activation_ffn);
+  ffn_acts().emplace_back(name, act);
+}
+
+std::optional<Activation> ffn_activation(const std::string& ffn) {
+  for (const auto& [name, act] : ffn_acts())
+    if (name == ffn) return act;
+  return std::nullopt;
+}
+
+std::vector<ActivationRow> activations() {
+  std::vector<ActivationRow> out;
+  for (const auto& e : entries(Kind::Ffn))
+    if (const auto act = ffn_activation(e.name); act && !e.traits.gated) out.push_back({e.name, *act});
+  return out;
+}
+
+Activation activation_named(const std::string& name) {
+  std::vector<std::string> valid;
+  for (const auto& a : activations()) {
+    if (a.name == name) return a.act;
+    valid.push_back(a.name);
+  }
+  throw InputError(fmt::format("unknown activation '{}'; valid: {}", name, join(valid)));
+}
 void add_norm(Entry entry, NormMake make) { add_row(Kind::Norm, std::move(entry), make); }
 void add_attention(Entry entry, AttentionMake make) { add_row(Kind::Attention, std::move(entry), make); }
 void add_position(Entry entry, PositionMake make) { add_row(Kind::Position, std::move(entry), make); }
@@ -93,24 +137,45 @@ struct Row {
   Make make;
 };
 
-template <Activation A>
-std::shared_ptr<Ffn> plain_ffn(const ModelConfig& c) { return std::make_shared<PlainFfnImpl>(ffn_options(c, false), A); }
-template <Activation A>
-std::shared_ptr<Ffn> gated_ffn(const ModelConfig& c) { return std::make_shared<GatedFfnImpl>(ffn_options(c, true), A); }
+// Row traits that only these rows use.
+Traits two_vectors() { Traits t; t.vectors = 2; return t; }  // γ and β
+Traits length_table() {  // a learned (max_seq_len, C) table
+  Traits t;
+  t.bounded_length = true;
+  t.params = [](const ModelConfig& c) { return size_mul(c.max_seq_len, c.d_model); };
+  return t;
+}
+Traits bucket_table() {  // a learned bias per distance bucket and head, per layer or shared
+  Traits t;
+  t.params = [](const ModelConfig& c) { return size_mul(size_mul(c.t5_shared ? 1 : c.n_layers, c.t5_num_buckets), c.n_heads); };
+  t.keys = {"model.t5_num_buckets", "model.t5_max_distance", "model.t5_shared"};
+  return t;
+}
+Traits rope_traits() {
+  Traits t = llama(rotary());
+  t.keys = {"model.rope_theta", "model.rope_layout", "model.rope_scaling", "model.rope_factor",
+            "model.rope_original_len", "model.yarn_beta_fast", "model.yarn_beta_slow"};
+  return t;
+}
 
-const std::vector<Row<FfnMake>> kFfns = {
-    {{"relu",      "W2·relu(W1x)",                                {}},              plain_ffn<Activation::Relu>},
-    {{"gelu",      "W2·gelu(W1x), exact x·Φ(x)",                  {}},              plain_ffn<Activation::Gelu>},
-    {{"gelu_tanh", "W2·gelu(W1x), tanh approximation",            {}},              plain_ffn<Activation::GeluTanh>},
-    {{"silu",      "W2·silu(W1x), x·σ(x)",                        {}},              plain_ffn<Activation::Silu>},
-    {{"swish",     "W2·swish(W1x), x·σ(βx) with model.swish_beta", {}},              plain_ffn<Activation::Swish>},
-    {{"swiglu",    "W2·(silu(W1x) ⊙ W3x)",                        llama(gated())},  gated_ffn<Activation::Silu>},
-    {{"geglu",     "W2·(gelu(W1x) ⊙ W3x)",                        gated()},         gated_ffn<Activation::Gelu>},
-    {{"reglu",     "W2·(relu(W1x) ⊙ W3x)",                        gated()},         gated_ffn<Activation::Relu>},
+// The FFN rows: each an activation the fused kernels run (kernels::ActKind), plain or gated.
+struct FfnRow {
+  Entry entry;
+  Activation act;
+};
+const std::vector<FfnRow> kFfns = {
+    {{"relu",      "W2·relu(W1x)",                                {}},              Activation::Relu},
+    {{"gelu",      "W2·gelu(W1x), exact x·Φ(x)",                  {}},              Activation::Gelu},
+    {{"gelu_tanh", "W2·gelu(W1x), tanh approximation",            {}},              Activation::GeluTanh},
+    {{"silu",      "W2·silu(W1x), x·σ(x)",                        {}},              Activation::Silu},
+    {{"swish",     "W2·swish(W1x), x·σ(βx) with model.swish_beta", {}},              Activation::Swish},
+    {{"swiglu",    "W2·(silu(W1x) ⊙ W3x)",                        llama(gated())},  Activation::Silu},
+    {{"geglu",     "W2·(gelu(W1x) ⊙ W3x)",                        gated()},         Activation::Gelu},
+    {{"reglu",     "W2·(relu(W1x) ⊙ W3x)",                        gated()},         Activation::Relu},
 };
 
 const std::vector<Row<NormMake>> kNorms = {
-    {{"layernorm", "(x − mean)/sqrt(var + ε)·γ + β", centered()},
+    {{"layernorm", "(x − mean)/sqrt(var + ε)·γ + β", two_vectors()},
      [](const ModelConfig& c, int64_t d) -> std::shared_ptr<Norm> { return std::make_shared<LayerNormImpl>(d, c.norm_eps); }},
     {{"rmsnorm",   "x/sqrt(mean(x²) + ε)·γ",         llama({})},
      [](const ModelConfig& c, int64_t d) -> std::shared_ptr<Norm> { return std::make_shared<RMSNormImpl>(d, c.norm_eps); }},
@@ -134,8 +199,8 @@ const std::vector<Row<PositionMake>> kPositions = {
      [](const ModelConfig& c) -> std::shared_ptr<Position> { return std::make_shared<LearnedPositionImpl>(c.max_seq_len, c.d_model); }},
     {{"t5_bias",    "T5 relative bias per head and log-spaced bucket", bucket_table()},
      [](const ModelConfig& c) -> std::shared_ptr<Position> {
-       return std::make_shared<T5BiasImpl>(c.n_heads, c.t5_num_buckets, c.t5_max_distance); }},
-    {{"rope",       "rotary embeddings on q and k",                   llama(rotary())},
+       return std::make_shared<T5BiasImpl>(c.n_heads, c.t5_num_buckets, c.t5_max_distance, c.t5_shared); }},
+    {{"rope",       "rotary embeddings on q and k",                   rope_traits()},
      [](const ModelConfig& c) -> std::shared_ptr<Position> {
        return std::make_shared<RoPEImpl>(rope_options(c, attention(c).latent ? c.mla_rope_dim : c.dim_head())); }},
     {{"alibi",      "linear distance penalty, fixed slopes per head", {}},
@@ -146,7 +211,7 @@ const std::vector<Row<PositionMake>> kPositions = {
 // catalog). A static library's object file is linked only when something uses it; this file is
 // used by every program that builds a model (make_ffn and friends).
 [[maybe_unused]] const bool kBuiltinsAdded = [] {
-  for (const auto& r : kFfns) add_ffn(r.entry, r.make);
+  for (const auto& r : kFfns) add_ffn(r.entry, r.act);
   for (const auto& r : kNorms) add_norm(r.entry, r.make);
   for (const auto& r : kAttentions) add_attention(r.entry, r.make);
   for (const auto& r : kPositions) add_position(r.entry, r.make);

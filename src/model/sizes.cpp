@@ -27,7 +27,7 @@ struct Linear {
 int64_t linear_params(const Linear& l, bool bias) { return size_add(size_mul(l.in, l.out), bias ? l.out : 0); }
 
 int64_t norm_params(const ModelConfig& cfg, int64_t width) {
-  return registry::norm(cfg).centered ? 2 * width : width;
+  return size_mul(registry::norm(cfg).vectors, width);
 }
 
 // MLA's decoupled RoPE part exists only with RoPE positions.
@@ -109,8 +109,7 @@ ParamCounts count_params(const ModelConfig& cfg) {
   ParamCounts p;
   p.n_layers = L;
   p.embedding = size_mul(V, C);
-  if (registry::position(cfg).length_table) p.position = size_mul(cfg.max_seq_len, C);
-  if (registry::position(cfg).bucket_table) p.position = size_mul(size_mul(cfg.t5_shared ? 1 : L, cfg.t5_num_buckets), cfg.n_heads);
+  if (const auto params = registry::position(cfg).params) p.position = params(cfg);
   for (const auto& l : attention_linears(cfg)) p.attention_per_layer = size_add(p.attention_per_layer, linear_params(l, cfg.bias));
   if (registry::attention(cfg).latent && cfg.mla_latent_norm)  // RMSNorm scales on the latents
     p.attention_per_layer = size_add(p.attention_per_layer, cfg.mla_kv_rank + (cfg.mla_q_rank > 0 ? cfg.mla_q_rank : 0));

@@ -7,7 +7,6 @@
 #include "kernels/fused_attention.h"
 #include "model/attention/attention.h"
 #include "model/linear.h"
-#include "model/position/rope.h"
 
 namespace lmx {
 
@@ -33,7 +32,7 @@ torch::Tensor MultiHeadAttentionImpl::qkv(const torch::Tensor& x) {
 }
 
 bool MultiHeadAttentionImpl::rotate_only() const {
-  auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
+  Rotary* rope = position_->rotary();
   return rope ? rope->dim() == head_dim_ : !position_->has_score_bias();
 }
 
@@ -45,7 +44,7 @@ torch::Tensor MultiHeadAttentionImpl::forward_packed(const torch::Tensor& x, con
   if (!takes_packed(x)) return Attention::forward_packed(x, lengths);
   const int64_t N = x.size(1), H = n_heads_, D = head_dim_;
   torch::Tensor cos, sin;
-  auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
+  Rotary* rope = position_->rotary();
   if (rope) std::tie(cos, sin) = rope->tables(*std::max_element(lengths.begin(), lengths.end()), x.device());
   auto y = fused_causal_attention(qkv(x), H, n_kv_heads_, 1.0 / std::sqrt(static_cast<double>(D)), cos, sin,
                                   rope && rope->interleaved(), lengths);  // (1, N, H, D)
@@ -58,7 +57,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   auto qkv = this->qkv(x);  // (B, T, H + 2Hk, D)
 
-  auto* rope = dynamic_cast<RoPEImpl*>(position_.get());
+  Rotary* rope = position_->rotary();
   if (takes_packed(x)) {  // the fused kernel's case
     if (!cache) {
       torch::Tensor cos, sin;

@@ -9,6 +9,7 @@ namespace lmx {
 class NoPositionImpl : public Position {
  public:
   const char* module_name() const override { return "no_position"; }
+  PositionEffect effect() const override { return PositionEffect::Nothing; }
 };
 
 // PE(p, 2i) = sin(p / 10000^(2i/C)), PE(p, 2i+1) = cos(p / 10000^(2i/C)).
@@ -16,6 +17,7 @@ class SinusoidalPositionImpl : public Position {
  public:
   explicit SinusoidalPositionImpl(int64_t d_model);
   const char* module_name() const override { return "sinusoidal"; }
+  PositionEffect effect() const override { return PositionEffect::AddsTable; }
   torch::Tensor embed(const torch::Tensor& x, int64_t start) override;
   torch::Tensor embed_at(const torch::Tensor& x, const torch::Tensor& positions) override;
 
@@ -33,6 +35,7 @@ class LearnedPositionImpl : public Position {
  public:
   LearnedPositionImpl(int64_t max_len, int64_t d_model);
   const char* module_name() const override { return "embed_positions"; }
+  PositionEffect effect() const override { return PositionEffect::AddsTable; }
   torch::Tensor embed(const torch::Tensor& x, int64_t start) override;
   torch::Tensor embed_at(const torch::Tensor& x, const torch::Tensor& positions) override;
 

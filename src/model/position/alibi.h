@@ -16,7 +16,7 @@ class ALiBiImpl : public Position {
   explicit ALiBiImpl(int64_t n_heads);
   const char* module_name() const override { return "alibi"; }
   torch::Tensor score_bias(int64_t q_start, int64_t tq, int64_t tk, const torch::Device& device) override;
-  bool has_score_bias() const override { return true; }
+  PositionEffect effect() const override { return PositionEffect::BiasesScores; }
 
  private:
   torch::Tensor slopes_;  // (H) float32, moved to the scores' device on demand

@@ -18,22 +18,24 @@
 
 namespace lmx {
 
-class RoPEImpl : public Position {
+class RoPEImpl : public Position, public Rotary {
  public:
   explicit RoPEImpl(const RopeOptions& o);
   const char* module_name() const override { return "rotary_emb"; }
+  PositionEffect effect() const override { return PositionEffect::Rotates; }
+  Rotary* rotary() override { return this; }
   torch::Tensor rotate(const torch::Tensor& x, int64_t start) override;
 
   // ω_i after scaling, (D/2) float64; the position divisor (linear: s, else 1); the yarn mscale.
   const torch::Tensor& inv_freq() const { return inv_freq_; }
   double position_scale() const { return position_scale_; }
   double mscale() const { return mscale_; }
-  int64_t dim() const { return dim_; }
-  bool interleaved() const { return interleaved_; }
+  int64_t dim() const override { return dim_; }
+  bool interleaved() const override { return interleaved_; }
   // The cached cos and sin tables for positions [0, length): (length, D/2) float32 on device
   // (yarn's mscale included), as rotate uses them; the fused attention kernel reads them. Safe
   // to call from several threads at once (the parts of a split training step).
-  std::pair<torch::Tensor, torch::Tensor> tables(int64_t length, const torch::Device& device);
+  std::pair<torch::Tensor, torch::Tensor> tables(int64_t length, const torch::Device& device) override;
 
  private:
   // The caches, grown to cover [0, length) on device first (under a lock).

@@ -17,8 +17,8 @@ torch::Tensor t5_relative_position_bucket(const torch::Tensor& relative_position
   return torch::where(is_small, n, large);
 }
 
-T5BiasImpl::T5BiasImpl(int64_t n_heads, int64_t num_buckets, int64_t max_distance)
-    : num_buckets_(num_buckets), max_distance_(max_distance) {
+T5BiasImpl::T5BiasImpl(int64_t n_heads, int64_t num_buckets, int64_t max_distance, bool shared)
+    : num_buckets_(num_buckets), max_distance_(max_distance), shared_(shared) {
   weight = register_parameter("weight", torch::zeros({num_buckets, n_heads}));
 }
 

@@ -15,16 +15,19 @@ torch::Tensor t5_relative_position_bucket(const torch::Tensor& relative_position
 
 class T5BiasImpl : public Position {
  public:
-  T5BiasImpl(int64_t n_heads, int64_t num_buckets, int64_t max_distance);
+  // shared: one table for every layer (T5; model.t5_shared), else one per layer.
+  T5BiasImpl(int64_t n_heads, int64_t num_buckets, int64_t max_distance, bool shared = true);
   const char* module_name() const override { return "relative_attention_bias"; }
   bool per_layer() const override { return true; }
+  bool shared_by_layers() const override { return shared_; }
   torch::Tensor score_bias(int64_t q_start, int64_t tq, int64_t tk, const torch::Device& device) override;
-  bool has_score_bias() const override { return true; }
+  PositionEffect effect() const override { return PositionEffect::BiasesScores; }
 
   torch::Tensor weight;  // (num_buckets, H), as T5's nn.Embedding(num_buckets, n_heads)
 
  private:
   int64_t num_buckets_, max_distance_;
+  bool shared_;
 };
 
 }  // namespace lmx
