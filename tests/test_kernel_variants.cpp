@@ -123,8 +123,8 @@ TEST_CASE("kernel variants: AVX-512 FFN activations, norms and cross-entropy giv
     WARN("this CPU has no AVX-512 (F, VL, BW, DQ): the AVX-512 variant is not run here");
     return;
   }
-  for (const auto& [name, kind] : registry::activations()) {  // every FFN row's φ
-    const ActOp op{kind, 1.7f};  // β: swish's (the others ignore it)
+  for (const auto& [name, act] : registry::activations()) {  // every FFN row's φ
+    const ActOp op{act.kind, 1.7f, act.custom};  // β: swish's (the others ignore it)
     for (const int64_t F : {8, 171, 256, 3}) {
       INFO("activation " << name << " F " << F);
       const int64_t rows = 9;

@@ -55,7 +55,7 @@ TEST_CASE("gated FFN computes W2·(φ(W1x) ⊙ W3x) with the resolved width", "[
   c.d_model = 8;
   c.d_ff = 0;  // auto: plain 32 -> gated round(2/3·32) = 21, rounded up to 4 -> 24
   c.d_ff_multiple = 4;
-  GatedFfn ffn(ffn_options(c, /*gated=*/true), Activation::Silu);
+  GatedFfn ffn(ffn_options(c, /*gated=*/true), kernels::ActOp{Activation::Silu});
   CHECK(ffn->gate_proj->weight.size(0) == 24);
   auto x = torch::randn({2, 3, 8});
   auto ref = torch::linear(torch::silu(torch::linear(x, ffn->gate_proj->weight, ffn->gate_proj->bias)) *

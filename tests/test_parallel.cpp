@@ -17,6 +17,7 @@
 #include "model/ffn.h"
 #include "model/loss.h"
 #include "model/norm.h"
+#include "model/registry.h"
 #include "step_check.h"
 #include "train/optimizer.h"
 #include "util/runtime.h"
@@ -124,13 +125,15 @@ TEST_CASE("fused ops give the same bits at 1, 2 and 3 threads", "[kernels][paral
     }
   }
   SECTION("FFN activations, plain and gated (element counts that are not multiples of 16)") {
-    for (auto act : {Activation::Relu, Activation::Gelu, Activation::GeluTanh, Activation::Silu, Activation::Swish}) {
+    for (const auto& row : registry::activations()) {  // every FFN row's φ
+      kernels::ActOp act = row.act;
+      act.beta = 1.5f;
       auto x0 = randn({1021, 37}, 6), dy = randn({1021, 37}, 7);
       auto gu0 = randn({1021, 74}, 8);
       same_bits_at_any_threads([&] {
         auto x = x0.clone().requires_grad_(), gu = gu0.clone().requires_grad_();
-        auto y = fused_activate(act, x * 1.0, 1.5);  // a temporary: ReLU runs in place on it
-        auto o = fused_gated_activate(act, gu, 1.5);
+        auto y = fused_activate(act, x * 1.0);  // a temporary: ReLU runs in place on it
+        auto o = fused_gated_activate(act, gu);
         ((y + o) * dy).sum().backward();
         return std::vector<torch::Tensor>{y.detach(), o.detach(), x.grad(), gu.grad()};
       });

@@ -77,10 +77,18 @@ using BackwardFn = void (*)(const BackwardArgs&, const AttnShape&, float* scratc
 // keep (optional, null: none): where act_keeps(kind) (GELU: Φ), the forward writes the part of
 // φ the backward would recompute (n floats, or rows × F), and the backward reads it instead:
 // the same bits either way.
-enum class ActKind : int32_t { Relu, Gelu, GeluTanh, Silu, Swish };
+// Custom: an activation of a program's own (an FFN row added outside lmx's sources, model/
+// registry.h): φ(x) and φ'(x) as scalar functions of x and β, which the kernels apply a lane at
+// a time (slower than the built-ins' vector arithmetic; the same values on every variant).
+enum class ActKind : int32_t { Relu, Gelu, GeluTanh, Silu, Swish, Custom };
+struct CustomAct {
+  float (*phi)(float x, float beta);
+  float (*grad)(float x, float beta);  // φ'(x)
+};
 struct ActOp {
   ActKind kind = ActKind::Relu;
   float beta = 1.0f;
+  const CustomAct* custom = nullptr;  // Custom's functions (they outlive every op that names them)
 };
 inline bool act_keeps(ActKind kind) { return kind == ActKind::Gelu; }
 struct FfnKernels {

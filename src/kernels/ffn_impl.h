@@ -6,6 +6,7 @@
 // same bits.
 #pragma once
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/vec.h"
@@ -252,6 +253,30 @@ static inline __attribute__((always_inline)) void glu_grad_rows(const Op& op, co
   }
 }
 
+// An activation of a program's own (ActKind::Custom): its scalar φ and φ' a lane at a time.
+struct CustomOp : NoKeep {
+  const CustomAct* f;
+  float beta;
+  template <class V>
+  V phi(V x) const {
+    if constexpr (std::is_same_v<V, float>) {
+      return f->phi(x, beta);
+    } else {
+      for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(float)); ++i) x[i] = f->phi(x[i], beta);
+      return x;
+    }
+  }
+  template <class V>
+  V grad(V x, V dy) const {
+    if constexpr (std::is_same_v<V, float>) {
+      return dy * f->grad(x, beta);
+    } else {
+      for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(float)); ++i) dy[i] *= f->grad(x[i], beta);
+      return dy;
+    }
+  }
+};
+
 // Calls f with the op of act.kind.
 template <class F>
 static inline __attribute__((always_inline)) void with_op(const ActOp& act, F&& f) {
@@ -261,6 +286,7 @@ static inline __attribute__((always_inline)) void with_op(const ActOp& act, F&& 
     case ActKind::GeluTanh: return f(GeluTanhOp{});
     case ActKind::Silu: return f(SiluOp{});
     case ActKind::Swish: return f(SwishOp{{}, act.beta});
+    case ActKind::Custom: return f(CustomOp{{}, act.custom, act.beta});
   }
 }
 

@@ -19,32 +19,42 @@
 
 namespace lmx {
 
-torch::Tensor activate(Activation act, const torch::Tensor& x, double swish_beta) {
-  switch (act) {
+torch::Tensor activate(const kernels::ActOp& op, const torch::Tensor& x, double swish_beta) {
+  switch (op.kind) {
     case Activation::Relu: return torch::relu(x);
     case Activation::Gelu: return torch::gelu(x, /*approximate=*/"none");  // x·Φ(x), Φ via erf
     case Activation::GeluTanh: return torch::gelu(x, /*approximate=*/"tanh");  // 0.5x(1+tanh(√(2/π)(x+0.044715x³)))
     case Activation::Silu: return torch::silu(x);  // x·σ(x)
     case Activation::Swish: return x * torch::sigmoid(swish_beta * x);  // x·σ(βx)
+    case Activation::Custom:
+      if (!x.device().is_cpu())
+        throw InputError("an FFN activation of a program's own runs on the CPU's fused kernels only",
+                         "train it with train.device cpu");
+      return fused_activate(op, x.to(torch::kFloat32).contiguous()).to(x.scalar_type());
   }
   throw RuntimeError("activate: unhandled activation");
 }
 
 torch::Tensor activation(const std::string& name, const torch::Tensor& x, double swish_beta) {
-  return activate(registry::activation_named(name), x, swish_beta);
+  kernels::ActOp op = registry::activation_named(name);
+  op.beta = static_cast<float>(swish_beta);
+  return activate(op, x, swish_beta);
 }
 
 namespace {
 
 // The op of an ActFn / GluFn, kept in its context for the backward.
-kernels::ActOp save_op(torch::autograd::AutogradContext* ctx, int64_t act, double beta) {
+// (custom: the CustomAct's address, which outlives the op.)
+kernels::ActOp save_op(torch::autograd::AutogradContext* ctx, int64_t act, double beta, int64_t custom) {
   ctx->saved_data["act"] = act;
   ctx->saved_data["beta"] = beta;
-  return {static_cast<Activation>(act), static_cast<float>(beta)};
+  ctx->saved_data["custom"] = custom;
+  return {static_cast<Activation>(act), static_cast<float>(beta), reinterpret_cast<const kernels::CustomAct*>(custom)};
 }
 kernels::ActOp saved_op(torch::autograd::AutogradContext* ctx) {
   return {static_cast<Activation>(ctx->saved_data["act"].toInt()),
-          static_cast<float>(ctx->saved_data["beta"].toDouble())};
+          static_cast<float>(ctx->saved_data["beta"].toDouble()),
+          reinterpret_cast<const kernels::CustomAct*>(ctx->saved_data["custom"].toInt())};
 }
 
 // The kernels' kept part (GELU's Φ) for the backward: a tensor of `numel` floats where the op
@@ -93,9 +103,9 @@ void glu_backward(const kernels::ActOp& op, const float* gu, const float* keep, 
 class ActFn : public torch::autograd::Function<ActFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in, int64_t act,
-                               double beta, bool want_grad) {
+                               double beta, int64_t custom, bool want_grad) {
     op_timer::Scope timed(op_timer::Kind::Activation);
-    const auto op = save_op(ctx, act, beta);
+    const auto op = save_op(ctx, act, beta, custom);
     if (op.kind == kernels::ActKind::Relu && x_in.is_contiguous()) {
       float* x = x_in.data_ptr<float>();
       act_forward(op, x, x_in.numel(), x, nullptr);
@@ -119,7 +129,7 @@ class ActFn : public torch::autograd::Function<ActFn> {
     auto dx = torch::empty_like(x);
     act_backward(saved_op(ctx), x.data_ptr<float>(), ptr_or_null(saved[1]), dy.data_ptr<float>(), x.numel(),
                  dx.data_ptr<float>());
-    return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -128,9 +138,9 @@ class ActFn : public torch::autograd::Function<ActFn> {
 class GluFn : public torch::autograd::Function<GluFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gu_in, int64_t act,
-                               double beta, bool want_grad) {
+                               double beta, int64_t custom, bool want_grad) {
     op_timer::Scope timed(op_timer::Kind::Activation);
-    const auto op = save_op(ctx, act, beta);
+    const auto op = save_op(ctx, act, beta, custom);
     auto gu = gu_in.contiguous();
     const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
     auto out = torch::empty({rows, F}, gu.options());
@@ -149,7 +159,7 @@ class GluFn : public torch::autograd::Function<GluFn> {
     const int64_t F = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
     glu_backward(saved_op(ctx), gu.data_ptr<float>(), ptr_or_null(saved[1]), dy.data_ptr<float>(), rows, F,
                  dgu.data_ptr<float>());
-    return {dgu, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dgu, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -158,15 +168,19 @@ bool wants_grad(const torch::Tensor& x) { return torch::GradMode::is_enabled() &
 
 }  // namespace
 
-torch::Tensor fused_activate(Activation act, const torch::Tensor& x, double swish_beta) {
-  return ActFn::apply(x, static_cast<int64_t>(act), swish_beta, wants_grad(x));
+// The op's fields as ActFn / GluFn take them (autograd Functions take tensors and scalars).
+int64_t custom_of(const kernels::ActOp& op) { return reinterpret_cast<int64_t>(op.custom); }
+
+torch::Tensor fused_activate(const kernels::ActOp& op, const torch::Tensor& x) {
+  return ActFn::apply(x, static_cast<int64_t>(op.kind), static_cast<double>(op.beta), custom_of(op), wants_grad(x));
 }
 
-torch::Tensor fused_gated_activate(Activation act, const torch::Tensor& gu, double swish_beta) {
-  return GluFn::apply(gu, static_cast<int64_t>(act), swish_beta, wants_grad(gu));
+torch::Tensor fused_gated_activate(const kernels::ActOp& op, const torch::Tensor& gu) {
+  return GluFn::apply(gu, static_cast<int64_t>(op.kind), static_cast<double>(op.beta), custom_of(op), wants_grad(gu));
 }
 
-PlainFfnImpl::PlainFfnImpl(const FfnOptions& o, Activation act) : act_(act), beta_(o.swish_beta) {
+PlainFfnImpl::PlainFfnImpl(const FfnOptions& o, kernels::ActOp act) : op_(act), beta_(o.swish_beta) {
+  op_.beta = static_cast<float>(beta_);
   const int64_t F = o.hidden;
   up_proj = register_module("up_proj", make_linear(o.d_model, F, /*with_bias=*/o.bias));
   down_proj = register_module("down_proj", make_linear(F, o.d_model, /*with_bias=*/o.bias));
@@ -178,9 +192,9 @@ torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
   // (B, T, F) tensor less to allocate and write.
   auto h = linear_2d(x.reshape({-1, x.size(-1)}), up_proj);  // (B·T, F)
   if (fused_kernels_take(h))
-    h = fused_activate(act_, h, beta_);  // the fused kernel (ffn_impl.h)
+    h = fused_activate(op_, h);  // the fused kernel (ffn_impl.h)
   else
-    h = act_ == Activation::Relu ? h.relu_() : activate(act_, h, beta_);
+    h = op_.kind == Activation::Relu ? h.relu_() : activate(op_, h, beta_);
   auto shape = x.sizes().vec();
   if (keep_hidden) {
     shape.back() = h.size(-1);
@@ -194,7 +208,8 @@ std::optional<Ffn::Fused> PlainFfnImpl::fused() const {
   return Fused{op(), false, up_proj->weight, up_proj->bias, down_proj->weight, down_proj->bias};
 }
 
-GatedFfnImpl::GatedFfnImpl(const FfnOptions& o, Activation act) : act_(act), beta_(o.swish_beta) {
+GatedFfnImpl::GatedFfnImpl(const FfnOptions& o, kernels::ActOp act) : op_(act), beta_(o.swish_beta) {
+  op_.beta = static_cast<float>(beta_);
   const int64_t F = o.hidden;
   gate_proj = register_module("gate_proj", make_linear(o.d_model, F, /*with_bias=*/o.bias));
   up_proj = register_module("up_proj", make_linear(o.d_model, F, /*with_bias=*/o.bias));
@@ -209,10 +224,10 @@ torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
     auto b = gate_proj->bias.defined() ? torch::cat({gate_proj->bias, up_proj->bias}, 0) : torch::Tensor();
     auto gu = linear_2d(x.reshape({-1, x.size(-1)}), w, b);   // (B·T, 2F)
     auto shape = x.sizes().vec();
-    auto h = fused_gated_activate(act_, gu, beta_);  // (B·T, F)
+    auto h = fused_gated_activate(op_, gu);  // (B·T, F)
     return linear_2d(h, down_proj).view(shape);                                  // (B, T, C)
   }
-  auto g = activate(act_, linear_2d(x, gate_proj), beta_);  // (B, T, F) φ(W1x)
+  auto g = activate(op_, linear_2d(x, gate_proj), beta_);  // (B, T, F) φ(W1x)
   if (keep_hidden) last_hidden = g.detach();
   return linear_2d(g * linear_2d(x, up_proj), down_proj);  // W2·(φ(W1x) ⊙ W3x): (B, T, C)
 }

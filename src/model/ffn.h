@@ -20,14 +20,16 @@ namespace lmx {
 // The fused kernels' enum (kernels/cpu_kernels.h, free of LibTorch): one list of activations.
 using Activation = kernels::ActKind;
 
-// φ(x) as LibTorch ops: relu, gelu (exact x·Φ(x)), gelu_tanh, silu (x·σ(x)), swish (x·σ(βx));
-// by name, the plain FFN rows' activations (registry::activation_named: InputError for another).
-torch::Tensor activate(Activation act, const torch::Tensor& x, double swish_beta = 1.0);
+// φ(x) as LibTorch ops: relu, gelu (exact x·Φ(x)), gelu_tanh, silu (x·σ(x)), swish (x·σ(βx), β
+// in double); an activation of a program's own (Custom) on the fused kernel, in float32 on the CPU
+// (InputError elsewhere). By name: the plain FFN rows' activations (registry::activation_named:
+// InputError for another).
+torch::Tensor activate(const kernels::ActOp& op, const torch::Tensor& x, double swish_beta = 1.0);
 torch::Tensor activation(const std::string& name, const torch::Tensor& x, double swish_beta = 1.0);
 // The fused kernels as autograd ops, as the FFN modules run them (float32, contiguous): φ(x)
 // (ReLU in place on a contiguous x), and φ(gate)·up on the packed (rows, 2F) gate|up output.
-torch::Tensor fused_activate(Activation act, const torch::Tensor& x, double swish_beta = 1.0);
-torch::Tensor fused_gated_activate(Activation act, const torch::Tensor& gu, double swish_beta = 1.0);
+torch::Tensor fused_activate(const kernels::ActOp& op, const torch::Tensor& x);
+torch::Tensor fused_gated_activate(const kernels::ActOp& op, const torch::Tensor& gu);
 
 // The FFN kind: (B, T, C) -> (B, T, C).
 class Ffn : public torch::nn::Module {
@@ -54,32 +56,32 @@ class Ffn : public torch::nn::Module {
 // W2·φ(W1x): up_proj = W1 (C -> F), down_proj = W2 (F -> C).
 class PlainFfnImpl : public Ffn {
  public:
-  PlainFfnImpl(const FfnOptions& o, Activation act);
+  PlainFfnImpl(const FfnOptions& o, kernels::ActOp act);  // act.beta: set from o.swish_beta
   torch::Tensor forward(const torch::Tensor& x) override;
-  kernels::ActOp op() const { return {act_, static_cast<float>(beta_)}; }  // φ as the fused kernel takes it
+  const kernels::ActOp& op() const { return op_; }  // φ as the fused kernel takes it
   std::optional<Fused> fused() const override;
 
   torch::nn::Linear up_proj{nullptr}, down_proj{nullptr};
 
  private:
-  Activation act_;
-  double beta_;
+  kernels::ActOp op_;
+  double beta_;  // model.swish_beta (op_.beta is its float, as the kernels take it)
 };
 TORCH_MODULE(PlainFfn);
 
 // W2·(φ(W1x) ⊙ W3x): gate_proj = W1, up_proj = W3 (both C -> F), down_proj = W2 (F -> C).
 class GatedFfnImpl : public Ffn {
  public:
-  GatedFfnImpl(const FfnOptions& o, Activation act);
+  GatedFfnImpl(const FfnOptions& o, kernels::ActOp act);  // act.beta: set from o.swish_beta
   torch::Tensor forward(const torch::Tensor& x) override;
-  kernels::ActOp op() const { return {act_, static_cast<float>(beta_)}; }  // φ as the fused kernel takes it
+  const kernels::ActOp& op() const { return op_; }  // φ as the fused kernel takes it
   std::optional<Fused> fused() const override;
 
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 
  private:
-  Activation act_;
-  double beta_;
+  kernels::ActOp op_;
+  double beta_;  // model.swish_beta (op_.beta is its float, as the kernels take it)
 };
 TORCH_MODULE(GatedFfn);
 

@@ -85,25 +85,25 @@ void add_ffn(Entry entry, FfnMake make) { add_row(Kind::Ffn, std::move(entry), m
 
 namespace {
 // The activation of each FFN row added with one, by name.
-std::vector<std::pair<std::string, Activation>>& ffn_acts() {
-  static std::vector<std::pair<std::string, Activation>> table;
+std::vector<std::pair<std::string, kernels::ActOp>>& ffn_acts() {
+  static std::vector<std::pair<std::string, kernels::ActOp>> table;
   return table;
 }
 // The factory of every activation row: its φ, plain or gated by the row's traits.
 std::shared_ptr<Ffn> activation_ffn(const ModelConfig& c) {
-  const Activation act = *ffn_activation(c.ffn);
+  const kernels::ActOp act = *ffn_activation(c.ffn);
   if (ffn(c).gated) return std::make_shared<GatedFfnImpl>(ffn_options(c, true), act);
   return std::make_shared<PlainFfnImpl>(ffn_options(c, false), act);
 }
 }  // namespace
 
-void add_ffn(Entry entry, Activation act) {
+void add_ffn(Entry entry, kernels::ActOp act) {
   const std::string name = entry.name;
   add_row(Kind::Ffn, std::move(entry), activation_ffn);
   ffn_acts().emplace_back(name, act);
 }
 
-std::optional<Activation> ffn_activation(const std::string& ffn) {
+std::optional<kernels::ActOp> ffn_activation(const std::string& ffn) {
   for (const auto& [name, act] : ffn_acts())
     if (name == ffn) return act;
   return std::nullopt;
@@ -116,7 +116,7 @@ std::vector<ActivationRow> activations() {
   return out;
 }
 
-Activation activation_named(const std::string& name) {
+kernels::ActOp activation_named(const std::string& name) {
   std::vector<std::string> valid;
   for (const auto& a : activations()) {
     if (a.name == name) return a.act;
@@ -211,7 +211,7 @@ const std::vector<Row<PositionMake>> kPositions = {
 // catalog). A static library's object file is linked only when something uses it; this file is
 // used by every program that builds a model (make_ffn and friends).
 [[maybe_unused]] const bool kBuiltinsAdded = [] {
-  for (const auto& r : kFfns) add_ffn(r.entry, r.act);
+  for (const auto& r : kFfns) add_ffn(r.entry, kernels::ActOp{r.act});
   for (const auto& r : kNorms) add_norm(r.entry, r.make);
   for (const auto& r : kAttentions) add_attention(r.entry, r.make);
   for (const auto& r : kPositions) add_position(r.entry, r.make);

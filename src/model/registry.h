@@ -30,10 +30,12 @@ using PositionMake = std::shared_ptr<Position> (*)(const ModelConfig&);
 // this way when the program starts, and a program or test that links lmx brings its own later
 // (tests/test_registry.cpp adds a squared-ReLU FFN).
 void add_ffn(Entry entry, FfnMake make);
-// An FFN row built from an activation φ the fused kernels run (kernels::ActKind): W2·φ(W1x), or
-// W2·(φ(W1x) ⊙ W3x) where the entry's traits are gated. The FFN modules, the decoding engine
-// and the kernel tests take φ from the row.
-void add_ffn(Entry entry, kernels::ActKind act);
+// An FFN row built from an activation φ the fused kernels run: W2·φ(W1x), or W2·(φ(W1x) ⊙ W3x)
+// where the entry's traits are gated. act: a built-in kernel op (kernels::ActKind), or Custom
+// with a program's own scalar φ and φ' (act.custom, kept alive by the caller; act.beta is
+// model.swish_beta's at build time). The FFN modules, the decoding engine and the kernel tests
+// take φ from the row.
+void add_ffn(Entry entry, kernels::ActOp act);
 void add_norm(Entry entry, NormMake make);
 void add_attention(Entry entry, AttentionMake make);
 void add_position(Entry entry, PositionMake make);
@@ -45,11 +47,11 @@ std::vector<std::string> factory_names(Kind kind);
 // in table order, and the activation an FFN row applies (none for a row with its own factory).
 struct ActivationRow {
   std::string name;
-  kernels::ActKind act;
+  kernels::ActOp act;
 };
 std::vector<ActivationRow> activations();
-std::optional<kernels::ActKind> ffn_activation(const std::string& ffn);
+std::optional<kernels::ActOp> ffn_activation(const std::string& ffn);
 // The activation named `name` (a plain row of activations()); InputError naming the valid ones.
-kernels::ActKind activation_named(const std::string& name);
+kernels::ActOp activation_named(const std::string& name);
 
 }  // namespace lmx::registry
