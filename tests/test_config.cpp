@@ -240,7 +240,6 @@ TEST_CASE("option names: each enum's list is its field's choices, parsed both wa
   check_option<EmbedScale>(2);
   check_option<Schedule>(3);
   check_option<Precision>(2);
-  check_option<DataKind>(2);
   check_option<TokenizerKind>(2);
   // The enum order the code relies on.
   CHECK(parse_option<RopeScaling>("yarn") == RopeScaling::Yarn);

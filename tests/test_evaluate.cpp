@@ -42,7 +42,7 @@ TEST_CASE("evaluate (length-sorted batches) matches a loop over documents one at
     const auto logp = torch::log_softmax(logits[0].to(torch::kDouble), -1);
     for (int64_t t = 0; t < b.targets.size(1); ++t) nll -= logp[t][b.targets[0][t].item<int64_t>()].item<double>();
     tokens += b.targets.size(1);
-    data::add_pronoun_sites(acc, *corpus.truth, doc, cfg.data.pronoun_window, logits[0]);
+    data::add_pronoun_sites(acc, dynamic_cast<const data::Garden&>(*corpus.truth), doc, cfg.data.pronoun_window, logits[0]);
   }
   CHECK(e.tokens == tokens);
   CHECK(e.loss == Approx(nll / tokens).epsilon(1e-6));

@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "config/registry.h"
+#include "data/corpora.h"
 #include "formats/hf_llama.h"
 #include "helpers.h"
 #include "model/ffn.h"
@@ -53,8 +54,11 @@ std::set<std::string> names_in(const std::string& text, const std::regex& re) {
 
 }  // namespace
 
-TEST_CASE("every catalog row has a factory, in the same order, and each kind one Llama row", "[registry]") {
+TEST_CASE("every catalog row has a factory (a corpus its loaders), in the same order, and each model kind one Llama row",
+          "[registry]") {
+  CHECK(registry::corpus_loader_names() == registry::names(registry::Kind::Corpus));
   for (auto kind : registry::kinds()) {
+    if (kind == registry::Kind::Corpus) continue;
     INFO(registry::kind_name(kind));
     CHECK(registry::factory_names(kind) == registry::names(kind));
     int llama = 0;

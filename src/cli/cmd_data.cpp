@@ -10,6 +10,7 @@
 
 #include "cli/app.h"
 #include "config/config.h"
+#include "config/registry.h"
 #include "data/baselines.h"
 #include "data/corpus.h"
 #include "data/garden.h"
@@ -93,7 +94,7 @@ void print_stats(const Config& cfg) {
   using namespace data;
   const Corpus corpus = load_corpus(cfg.data);
   const auto unigram = unigram_logprobs(corpus);
-  std::cout << fmt::format("kind        {}\n", option_name(corpus.kind));
+  std::cout << fmt::format("kind        {}\n", corpus.kind);
   std::cout << fmt::format("vocabulary  {} tokens\n", corpus.vocab.size());
   if (corpus.vocab.tokenizer)
     std::cout << fmt::format("tokenizer   sentencepiece {} (hash {})\n", corpus.vocab.tokenizer->path(),
@@ -110,7 +111,7 @@ void print_stats(const Config& cfg) {
                              st.unigram_ppl());
   }
   std::cout << "(nll: mean nats per predicted token, <eos> included; unigram: add-one smoothed train counts)\n";
-  if (corpus.kind == DataKind::Text) {  // tokens per byte of text (<bos>/<eos> not counted)
+  if (registry::corpus(cfg.data).text_source) {  // tokens per byte of text (<bos>/<eos> not counted)
     std::cout << "\ntokens per byte:";
     for (Split s : {Split::Train, Split::Val, Split::Test}) {
       int64_t tokens = 0, bytes = 0;
@@ -124,26 +125,24 @@ void print_stats(const Config& cfg) {
     std::cout << "\n";
   }
 
-  if (corpus.truth) {
+  if (auto garden = std::dynamic_pointer_cast<const Garden>(corpus.truth)) {  // the garden's own statistics
     const int W = cfg.data.pronoun_window;
     std::map<int, int64_t> hist;
     int64_t total = 0, far = 0;
     for (const Doc& doc : corpus.train)
-      for (const auto& site : corpus.truth->pronoun_sites(doc)) ++hist[site.distance], ++total, far += site.distance > W;
+      for (const auto& site : garden->pronoun_sites(doc)) ++hist[site.distance], ++total, far += site.distance > W;
     std::cout << fmt::format("\npossessive pronouns in train: {} sites, {} far (distance > W = {}: {:.1f}%)\n", total,
                              far, W, total ? 100.0 * far / total : 0.0);
     int64_t most = 1;
     for (const auto& [d, c] : hist) most = std::max(most, c);
     for (const auto& [d, c] : hist)
       std::cout << fmt::format("  {:>3} {:>7} {}\n", d, c, std::string(static_cast<size_t>(40 * c / most), '#'));
-    if (auto garden = std::dynamic_pointer_cast<const Garden>(corpus.truth)) {
-      // How much a shortcut solves: the pronoun of the sentence's first, or nearest, gendered noun.
-      std::vector<int32_t> boundaries{corpus.vocab.bos, corpus.vocab.eos};
-      for (const char* w : {".", "!", "?"})
-        if (auto it = std::find(corpus.vocab.words.begin(), corpus.vocab.words.end(), w); it != corpus.vocab.words.end())
-          boundaries.push_back(static_cast<int32_t>(it - corpus.vocab.words.begin()));
-      print_shortcuts(*garden, corpus.train, W, boundaries);
-    }
+    // How much a shortcut solves: the pronoun of the sentence's first, or nearest, gendered noun.
+    std::vector<int32_t> boundaries{corpus.vocab.bos, corpus.vocab.eos};
+    for (const char* w : {".", "!", "?"})
+      if (auto it = std::find(corpus.vocab.words.begin(), corpus.vocab.words.end(), w); it != corpus.vocab.words.end())
+        boundaries.push_back(static_cast<int32_t>(it - corpus.vocab.words.begin()));
+    print_shortcuts(*garden, corpus.train, W, boundaries);
   }
 
   std::cout << "\nsample documents (train):\n";
@@ -153,17 +152,20 @@ void print_stats(const Config& cfg) {
 
 void print_sample(const Config& cfg, int n) {
   using namespace data;
-  if (cfg.data.kind != DataKind::Garden) {
+  if (!registry::corpus(cfg.data).has_truth) {
     Corpus corpus = load_corpus(cfg.data);
-    std::cout << "(text has no true distribution: documents only)\n";
+    std::cout << fmt::format("({} has no true distribution: documents only)\n", cfg.data.kind);
     for (size_t i = 0; i < std::min<size_t>(n, corpus.train.size()); ++i)
       std::cout << show_doc(corpus.vocab, corpus.train[i]) << "\n\n";
     return;
   }
-  auto garden = Garden::load(cfg.data.grammar);
-  const auto& words = garden->vocab().words;
-  for (const Doc& doc : generate_split(*garden, static_cast<uint64_t>(cfg.data.seed), Split::Train, n)) {
-    auto lp = garden->logprobs(doc);
+  DataConfig first = cfg.data;  // the first n training documents, with each token's probability
+  if (registry::corpus(cfg.data).doc_counts) first.train_docs = n, first.val_docs = first.test_docs = 1;
+  const Corpus corpus = load_corpus(first);
+  const auto& words = corpus.vocab.words;
+  for (size_t d = 0; d < std::min<size_t>(n, corpus.train.size()); ++d) {
+    const Doc& doc = corpus.train[d];
+    auto lp = corpus.truth->logprobs(doc);
     std::string line = words[doc[0]];
     double nll = 0;
     for (size_t i = 1; i < doc.size(); ++i) {
@@ -183,8 +185,8 @@ int run_data_stats(const DataStatsOptions& o, const Globals& g) {
 
 int run_data_tokenizer(const DataTokenizerOptions& o, const Globals& g) {
   Config cfg = load_data_config(o.path, o.sets, g);
-  if (cfg.data.kind != DataKind::Text)
-    throw InputError(fmt::format("{}: data.kind is {}; a tokenizer is trained on text", cfg.source, option_name(cfg.data.kind)));
+  if (!registry::corpus(cfg.data).text_source)
+    throw InputError(fmt::format("{}: data.kind is {}; a tokenizer is trained on text", cfg.source, cfg.data.kind));
   std::string path = cfg.data.tokenizer_model;
   if (path.empty())  // a bytes config: the default place beside it
     path = (std::filesystem::path(cfg.source).parent_path() / (cfg.name + ".tokenizer.model")).string();

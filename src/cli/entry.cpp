@@ -26,7 +26,9 @@
 namespace {
 
 std::string components_footer() {
-  std::string out = "\nComponents (model.ffn, model.norm, model.attention, model.position):\n";
+  std::vector<std::string> keys;
+  for (auto kind : lmx::registry::kinds()) keys.push_back(lmx::registry::kind_key(kind));
+  std::string out = fmt::format("\nComponents ({}):\n", fmt::join(keys, ", "));
   for (auto kind : lmx::registry::kinds())
     out += fmt::format("  {:<10} {}\n", lmx::registry::kind_name(kind),
                        fmt::join(lmx::registry::names(kind), ", "));

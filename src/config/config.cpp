@@ -45,7 +45,6 @@ LMX_OPTION(InitScheme, "model.init", "normal", "torch_default")
 LMX_OPTION(EmbedScale, "model.embed_scale", "1", "sqrt_d")
 LMX_OPTION(Schedule, "train.schedule", "constant", "cosine", "linear")
 LMX_OPTION(Precision, "train.precision", "fp32", "bf16")
-LMX_OPTION(DataKind, "data.kind", "garden", "text")
 LMX_OPTION(TokenizerKind, "data.tokenizer", "bytes", "sentencepiece")
 LMX_OPTION(DataLayout, "data.layout", "doc", "packed")
 LMX_OPTION(DeviceKind, "train.device", "cpu", "cuda")
@@ -315,10 +314,14 @@ void validate(const Config& cfg) {
   check(t.min_lr <= t.lr, cfg, fmt::format("train.min_lr ({}) exceeds train.lr ({})", t.min_lr, t.lr));
   check(t.steps > 0 || t.epochs > 0, cfg, "one of train.steps and train.epochs must be > 0");
   const DataConfig& d = cfg.data;
-  check(d.kind != DataKind::Text || !d.text_path.empty(), cfg, "data.kind is text but data.text_path is empty");
-  check(d.tokenizer == TokenizerKind::Bytes || d.kind == DataKind::Text, cfg,
+  const registry::Traits& corpus = registry::corpus(d);
+  if (corpus.check) {
+    const std::string why = corpus.check(d);
+    check(why.empty(), cfg, why);
+  }
+  check(d.tokenizer == TokenizerKind::Bytes || corpus.text_source, cfg,
         fmt::format("data.tokenizer is {} but data.kind is {} (subword tokenizers are for text)", option_name(d.tokenizer),
-                    option_name(d.kind)));
+                    d.kind));
   check(d.val_fraction + d.test_fraction < 1, cfg, "data.val_fraction + data.test_fraction must be < 1");
   check_path_length(cfg, "data.grammar", d.grammar);
   check_path_length(cfg, "data.text_path", d.text_path);

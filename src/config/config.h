@@ -23,7 +23,6 @@ enum class InitScheme { Normal, TorchDefault };
 enum class EmbedScale { One, SqrtD };
 enum class Schedule { Constant, Cosine, Linear };
 enum class Precision { Fp32, Bf16 };
-enum class DataKind { Garden, Text };
 enum class TokenizerKind { Bytes, SentencePiece };
 enum class DataLayout { Doc, Packed };
 enum class DeviceKind { Cpu, Cuda };
@@ -55,7 +54,6 @@ LMX_OPTION_DECLARE(InitScheme)
 LMX_OPTION_DECLARE(EmbedScale)
 LMX_OPTION_DECLARE(Schedule)
 LMX_OPTION_DECLARE(Precision)
-LMX_OPTION_DECLARE(DataKind)
 LMX_OPTION_DECLARE(TokenizerKind)
 LMX_OPTION_DECLARE(DataLayout)
 LMX_OPTION_DECLARE(DeviceKind)
@@ -131,7 +129,7 @@ struct TrainConfig {
 };
 
 struct DataConfig {
-  DataKind kind = DataKind::Garden; // garden (built-in toy language) | text (plain text: bytes or subwords)
+  std::string kind = "garden";   // the corpus (lmx list): garden (built-in toy language) | text (plain text: bytes or subwords)
   std::string grammar = "";      // garden: grammar file, or a built-in name (garden, garden_v2, garden_v1); empty = garden
   std::string text_path = "";    // text: a file, or a directory of .txt files
   int seed = 1234;               // corpus seed (the split streams derive from it)

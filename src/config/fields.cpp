@@ -215,7 +215,7 @@ std::vector<Field> make_fields() {
       option_field<T>("train.device", &T::device, "where tensors live"),
       option_field<T>("train.precision", &T::precision, "fp32, or bf16: the linear layers' GEMMs in bfloat16, fp32 accumulation (weights and AdamW state stay fp32); on a CPU without AVX512-BF16 or AMX, LibTorch's autocast (slower than fp32)"),
 
-      option_field<D>("data.kind", &D::kind, "garden: the built-in toy language; text: plain text (bytes, or subwords by data.tokenizer)"),
+      string_field<D>("data.kind", &D::kind, "garden: the built-in toy language; text: plain text (bytes, or subwords by data.tokenizer)", from_registry(Kind::Corpus)),
       string_field<D>("data.grammar", &D::grammar, "garden grammar file (relative to the config), or a built-in by name: garden (data/garden.yaml: v3, clauses with subjects of their own), garden_v2 (one clause per sentence), garden_v1 (context-free); empty = garden"),
       string_field<D>("data.text_path", &D::text_path, "text: a file or a directory of .txt files (relative to the config)"),
       int_field<D>("data.seed", &D::seed, 0, kMaxInt, "corpus seed; the train / val / test streams derive from it"),

@@ -17,7 +17,7 @@ Traits rotary() { Traits t; t.rotary = true; return t; }
 Traits llama(Traits t) { t.llama = true; return t; }
 
 const std::vector<Kind>& kinds() {
-  static const std::vector<Kind> all = {Kind::Ffn, Kind::Norm, Kind::Attention, Kind::Position};
+  static const std::vector<Kind> all = {Kind::Ffn, Kind::Norm, Kind::Attention, Kind::Position, Kind::Corpus};
   return all;
 }
 
@@ -27,6 +27,18 @@ const char* kind_name(Kind kind) {
     case Kind::Norm: return "norm";
     case Kind::Attention: return "attention";
     case Kind::Position: return "position";
+    case Kind::Corpus: return "corpus";
+  }
+  return "?";
+}
+
+const char* kind_key(Kind kind) {
+  switch (kind) {
+    case Kind::Ffn: return "model.ffn";
+    case Kind::Norm: return "model.norm";
+    case Kind::Attention: return "model.attention";
+    case Kind::Position: return "model.position";
+    case Kind::Corpus: return "data.kind";
   }
   return "?";
 }
@@ -72,5 +84,6 @@ const Traits& ffn(const ModelConfig& m) { return find(Kind::Ffn, m.ffn).traits; 
 const Traits& norm(const ModelConfig& m) { return find(Kind::Norm, m.norm).traits; }
 const Traits& attention(const ModelConfig& m) { return find(Kind::Attention, m.attention).traits; }
 const Traits& position(const ModelConfig& m) { return find(Kind::Position, m.position).traits; }
+const Traits& corpus(const DataConfig& d) { return find(Kind::Corpus, d.kind).traits; }
 
 }  // namespace lmx::registry

@@ -1,4 +1,5 @@
-// Component catalog: per component kind, one row per variant {name, description, traits}, free
+// Component catalog: per component kind (and the corpora), one row per variant {name,
+// description, traits}, free
 // of LibTorch, below every layer that needs it: config validation, `lmx list`, --help, the
 // parameter and memory arithmetic, the exporters and the probes read these rows. Code asks a
 // row's traits (registry::ffn(cfg).gated), never compares a component's name. The rows come
@@ -14,7 +15,7 @@
 
 namespace lmx::registry {
 
-enum class Kind { Ffn, Norm, Attention, Position };
+enum class Kind { Ffn, Norm, Attention, Position, Corpus };
 
 // What the code outside a component's own file asks of it: capabilities and counts, never its
 // name. One struct for every kind; a kind's rows set only the fields marked with it.
@@ -29,6 +30,13 @@ struct Traits {
   int64_t (*params)(const ModelConfig&) = nullptr;
   // The model.* keys only this variant reads: `lmx ablate` moves them with the component.
   std::vector<std::string> keys;
+  // corpus (data.kind):
+  bool has_truth = false;      // knows its exact distribution (Truth: the floors of plots and tables)
+  bool doc_counts = false;     // its splits hold data.train_docs / val_docs / test_docs documents
+  bool text_source = false;    // cut from data.text_path's text: takes data.tokenizer (subwords), and
+                               //   `lmx data tokenizer` trains on it
+  // The corpus's own checks of the data fields: a message naming the key, or "" when they hold.
+  std::string (*check)(const DataConfig&) = nullptr;
   bool llama = false;          // the variant Llama uses: the HF / GGUF exporters accept only these
 };
 
@@ -45,7 +53,8 @@ struct Entry {
 };
 
 const std::vector<Kind>& kinds();
-const char* kind_name(Kind kind);          // "ffn", "norm", "attention", "position"
+const char* kind_name(Kind kind);          // "ffn", "norm", "attention", "position", "corpus"
+const char* kind_key(Kind kind);           // the config key that names a row: "model.ffn", ..., "data.kind"
 const std::vector<Entry>& entries(Kind kind);  // in table order
 std::vector<std::string> names(Kind kind);  // in table order
 // The row of `name`; an InputError naming the valid ones when there is none.
@@ -61,6 +70,7 @@ const Traits& ffn(const ModelConfig& m);
 const Traits& norm(const ModelConfig& m);
 const Traits& attention(const ModelConfig& m);
 const Traits& position(const ModelConfig& m);
+const Traits& corpus(const DataConfig& d);
 
 // The name of the variant Llama uses (Traits::llama) in a kind, for messages.
 std::string llama_name(Kind kind);

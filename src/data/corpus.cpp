@@ -5,9 +5,7 @@
 #include <algorithm>
 
 #include "data/garden.h"
-#include "data/pronoun.h"
 #include "data/rng.h"
-#include "data/text.h"
 #include "data/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -99,44 +97,6 @@ const std::vector<Doc>& Corpus::split(Split s) const {
     case Split::Test: return test;
   }
   return train;
-}
-
-namespace {
-
-Corpus garden_corpus(const DataConfig& cfg) {
-  auto garden = Garden::load(cfg.grammar);
-  Corpus c;
-  c.kind = DataKind::Garden;
-  c.vocab = garden->vocab();
-  const auto seed = static_cast<uint64_t>(cfg.seed);
-  c.train = generate_split(*garden, seed, Split::Train, cfg.train_docs);
-  c.val = generate_split(*garden, seed, Split::Val, cfg.val_docs);
-  c.test = generate_split(*garden, seed, Split::Test, cfg.test_docs);
-  c.truth = garden;
-  c.metric = pronoun_metric(garden, cfg.pronoun_window);
-  return c;
-}
-
-}  // namespace
-
-Corpus load_corpus(const DataConfig& cfg) {
-  Corpus c = cfg.kind == DataKind::Garden ? garden_corpus(cfg) : load_text_corpus(cfg);
-  log::debug("data", "{} corpus: vocab {}, train/val/test {}/{}/{} documents", option_name(c.kind), c.vocab.size(),
-             c.train.size(), c.val.size(), c.test.size());
-  return c;
-}
-
-Corpus load_vocabulary(const DataConfig& cfg) {
-  Corpus c;
-  c.kind = cfg.kind;
-  if (cfg.kind == DataKind::Garden) {
-    auto garden = Garden::load(cfg.grammar);
-    c.vocab = garden->vocab();
-    c.truth = garden;
-  } else {
-    c.vocab = text_vocab(cfg);
-  }
-  return c;
 }
 
 }  // namespace lmx::data

@@ -1,6 +1,7 @@
 // A corpus: a vocabulary and three splits of documents, from the garden world (with its
-// exact distribution) or from plain text (bytes). This header is the contract the trainer,
-// the evaluator and the experiments use; data/garden.* and data/text.* fill it.
+// exact distribution) or from plain text (bytes), or any corpus row (data/corpora.h). This
+// header is the contract the trainer, the evaluator and the experiments use; data/garden.*
+// and data/text.* fill it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -34,41 +35,28 @@ struct Vocab {
   Doc encode(const std::string& text) const;  // inverse of decode; throws InputError
 };
 
-// One possessive-pronoun site: doc[pos] is a pronoun that must agree with the subject
-// `distance` tokens back (distance = pos - subject position). `intervening`: the nouns of
-// another gender strictly between that subject and the pronoun (the subjects and objects of
-// relative and "when" clauses): what a "nearest noun" reading gets wrong.
-struct PronounSite {
-  int pos = 0;
-  int distance = 0;
-  int32_t correct = -1;
-  int intervening = 0;
-};
-
-// The exact distribution of the language (garden only).
+// The exact distribution of a corpus's language, where it knows one (the garden world): the
+// floor of every loss (true NLL and perplexity columns, the plots' floor lines).
 class Truth {
  public:
   virtual ~Truth() = default;
   // log p(doc[i] | doc[0..i)) for i = 1..n-1 (index 0 holds 0: <bos> is given).
   // Throws InputError naming the first position if doc is not in the language.
   virtual std::vector<double> logprobs(const Doc& doc) const = 0;
-  // Every possessive pronoun in doc with its subject distance.
-  virtual std::vector<PronounSite> pronoun_sites(const Doc& doc) const = 0;
-  // The ids of all possessive pronouns (the candidates the metric compares).
-  virtual std::vector<int32_t> pronouns() const = 0;
 };
 
 struct Corpus {
-  DataKind kind = DataKind::Garden;
+  std::string kind;  // its row (data.kind: registry::Kind::Corpus, data/corpora.h)
   Vocab vocab;
   std::vector<Doc> train, val, test;
-  std::shared_ptr<const Truth> truth;  // null for text
-  std::shared_ptr<const CorpusMetric> metric;  // beyond the loss (garden: pronoun agreement); null for text
+  std::shared_ptr<const Truth> truth;  // null where the corpus knows no distribution (text)
+  std::shared_ptr<const CorpusMetric> metric;  // beyond the loss (garden: pronoun agreement); null for none
 
   const std::vector<Doc>& split(Split s) const;
 };
 
-// Builds (garden: generates deterministically from data.seed) the corpus a config names.
+// Builds the corpus data.kind names, by its row's loader (data/corpora.h; the garden generates
+// its documents deterministically from data.seed).
 Corpus load_corpus(const DataConfig& cfg);
 
 // The same corpus's vocabulary (and truth) without its documents: all that generating from a

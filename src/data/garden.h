@@ -17,6 +17,17 @@
 
 namespace lmx::data {
 
+// One possessive-pronoun site: doc[pos] is a pronoun that must agree with the subject
+// `distance` tokens back (distance = pos - subject position). `intervening`: the nouns of
+// another gender strictly between that subject and the pronoun (the subjects and objects of
+// relative and "when" clauses): what a "nearest noun" reading gets wrong.
+struct PronounSite {
+  int pos = 0;
+  int distance = 0;
+  int32_t correct = -1;
+  int intervening = 0;
+};
+
 class Garden final : public Truth {
  public:
   struct State {
@@ -55,8 +66,10 @@ class Garden final : public Truth {
   Doc sample(Rng& rng) const;
 
   std::vector<double> logprobs(const Doc& doc) const override;
-  std::vector<PronounSite> pronoun_sites(const Doc& doc) const override;
-  std::vector<int32_t> pronouns() const override;
+  // Every possessive pronoun in doc with its subject distance.
+  std::vector<PronounSite> pronoun_sites(const Doc& doc) const;
+  // The ids of all possessive pronouns (the candidates the metric compares).
+  std::vector<int32_t> pronouns() const;
   // Nouns that bind a gender (the first word of an @gender choice) -> the first slot's form for
   // that gender (gardener -> his): what a "which noun is the antecedent" baseline needs.
   std::map<int32_t, int32_t> noun_pronouns() const;

@@ -1,7 +1,5 @@
 #include "data/metrics.h"
 
-#include "data/pronoun.h"
-
 namespace lmx::data {
 
 std::vector<MetricValue> Metrics::in(MetricTable table) const {
@@ -16,7 +14,5 @@ double Metrics::get(std::string_view name) const {
     if (v.column.name == name) return v.value;
   return NAN;
 }
-
-std::vector<MetricColumn> known_metric_columns() { return pronoun_columns(); }
 
 }  // namespace lmx::data

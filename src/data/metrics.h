@@ -74,7 +74,8 @@ class CorpusMetric {
   virtual std::unique_ptr<PreparedMetric> prepare(const std::vector<Doc>& docs) const = 0;
 };
 
-// Every column any corpus's metric declares (summary.md shows those its table holds).
+// Every column any corpus row's metric declares, in row order (summary.md shows those its table
+// holds; defined with the rows, data/corpora.cpp).
 std::vector<MetricColumn> known_metric_columns();
 
 }  // namespace lmx::data

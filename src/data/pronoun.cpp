@@ -50,7 +50,7 @@ size_t index_of(const std::vector<int32_t>& candidates, int32_t token) {
 
 }  // namespace
 
-PronounAccuracy pronoun_accuracy(const Truth& truth, const std::vector<Doc>& docs, int window,
+PronounAccuracy pronoun_accuracy(const Garden& truth, const std::vector<Doc>& docs, int window,
                                  const CandidateScorer& score) {
   const auto candidates = truth.pronouns();
   PronounAccuracy acc;
@@ -60,7 +60,7 @@ PronounAccuracy pronoun_accuracy(const Truth& truth, const std::vector<Doc>& doc
   return acc;
 }
 
-void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
+void add_pronoun_sites(PronounAccuracy& acc, const Garden& truth, const Doc& doc, int window,
                        const std::vector<std::vector<double>>& rows) {
   const auto candidates = truth.pronouns();
   for (const auto& site : truth.pronoun_sites(doc)) {
@@ -72,7 +72,7 @@ void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc,
   }
 }
 
-void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
+void add_pronoun_sites(PronounAccuracy& acc, const Garden& truth, const Doc& doc, int window,
                        const torch::Tensor& logits) {
   add_pronoun_sites(acc, truth.pronoun_sites(doc), truth.pronouns(), window, logits);
 }
@@ -173,7 +173,7 @@ class PronounTally : public MetricTally {
 
 class PreparedPronouns : public PreparedMetric {
  public:
-  PreparedPronouns(const Truth& truth, const std::vector<Doc>& docs, int window)
+  PreparedPronouns(const Garden& truth, const std::vector<Doc>& docs, int window)
       : candidates_(truth.pronouns()), window_(window) {
     for (const auto& doc : docs) sites_.push_back(truth.pronoun_sites(doc));
   }
@@ -189,20 +189,20 @@ class PreparedPronouns : public PreparedMetric {
 
 class PronounMetric : public CorpusMetric {
  public:
-  PronounMetric(std::shared_ptr<const Truth> truth, int window) : truth_(std::move(truth)), window_(window) {}
+  PronounMetric(std::shared_ptr<const Garden> truth, int window) : truth_(std::move(truth)), window_(window) {}
   std::vector<MetricColumn> columns() const override { return pronoun_columns(); }
   std::unique_ptr<PreparedMetric> prepare(const std::vector<Doc>& docs) const override {
     return std::make_unique<PreparedPronouns>(*truth_, docs, window_);
   }
 
  private:
-  std::shared_ptr<const Truth> truth_;
+  std::shared_ptr<const Garden> truth_;
   int window_;
 };
 
 }  // namespace
 
-std::shared_ptr<const CorpusMetric> pronoun_metric(std::shared_ptr<const Truth> truth, int window) {
+std::shared_ptr<const CorpusMetric> pronoun_metric(std::shared_ptr<const Garden> truth, int window) {
   return std::make_shared<PronounMetric>(std::move(truth), window);
 }
 

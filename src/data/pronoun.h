@@ -1,5 +1,5 @@
 // The possessive-pronoun metric: at every position where the next token is a possessive
-// pronoun (a Truth's pronoun site), does the model score the correct pronoun strictly above
+// pronoun (a Garden's pronoun site), does the model score the correct pronoun strictly above
 // every other pronoun? Split by the distance to the sentence's subject: far (> W tokens
 // back, W = data.pronoun_window) and near (<= W). Ties are not wins, so a uniform model
 // scores 0 and a model guessing at random scores about 1 / (number of pronouns).
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "data/corpus.h"
+#include "data/garden.h"
 #include "data/metrics.h"
 
 namespace lmx::data {
@@ -49,14 +50,14 @@ bool ranks_first(const std::vector<double>& scores, size_t correct);
 // candidate as doc[pos], given doc[0..pos). Candidates are truth.pronouns().
 using CandidateScorer =
     std::function<std::vector<double>(size_t doc_index, int pos, const std::vector<int32_t>& candidates)>;
-PronounAccuracy pronoun_accuracy(const Truth& truth, const std::vector<Doc>& docs, int window,
+PronounAccuracy pronoun_accuracy(const Garden& truth, const std::vector<Doc>& docs, int window,
                                  const CandidateScorer& score);
 
 // One document from the model's outputs on inputs doc[0..T): rows[t][v] (or logits[t][v],
 // a (T, V) tensor) scores token v as doc[t + 1]. Sites past the last row are skipped.
-void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
+void add_pronoun_sites(PronounAccuracy& acc, const Garden& truth, const Doc& doc, int window,
                        const std::vector<std::vector<double>>& rows);
-void add_pronoun_sites(PronounAccuracy& acc, const Truth& truth, const Doc& doc, int window,
+void add_pronoun_sites(PronounAccuracy& acc, const Garden& truth, const Doc& doc, int window,
                        const torch::Tensor& logits);
 // The same with the document's sites (truth.pronoun_sites(doc)) and the candidates
 // (truth.pronouns()) found before: an evaluation repeated during training finds them once.
@@ -78,7 +79,7 @@ CandidateScorer subject_heuristic(const std::vector<Doc>& docs, std::vector<std:
 // The garden world's metric (data/metrics.h) over whole documents, window W: far and near
 // accuracy, their site counts, and the far sites' accuracy by distance and by intervening
 // nouns. Its warning: far accuracy below kAgreementLearned, a run that never learned agreement.
-std::shared_ptr<const CorpusMetric> pronoun_metric(std::shared_ptr<const Truth> truth, int window);
+std::shared_ptr<const CorpusMetric> pronoun_metric(std::shared_ptr<const Garden> truth, int window);
 std::vector<MetricColumn> pronoun_columns();
 // Far-pronoun accuracy below which a run is reported as never having learned agreement.
 constexpr double kAgreementLearned = 0.9;

@@ -102,7 +102,6 @@ Vocab text_vocab(const DataConfig& cfg) {
 
 Corpus load_text_corpus(const DataConfig& cfg) {
   Corpus c;
-  c.kind = DataKind::Text;
   c.vocab = text_vocab(cfg);
   const std::vector<std::string> texts = cut_documents(cfg, subwords(cfg));
   const std::vector<int> which = assign_splits(cfg, texts.size());

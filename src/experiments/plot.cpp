@@ -23,6 +23,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config/config.h"
+#include "config/registry.h"
 #include "data/baselines.h"
 #include "data/corpus.h"
 #include "train/summary.h"
@@ -225,7 +226,7 @@ std::vector<double> train_floors(const std::vector<Series>& series) {
     if (!cfg_file.empty() && fs::is_regular_file(cfg_file, ec)) {
       try {
         const Config cfg = load_config(cfg_file.string());
-        if (cfg.data.kind == DataKind::Garden) {
+        if (registry::corpus(cfg.data).has_truth) {
           Config data_only;  // the corpus depends on the data fields alone
           data_only.data = cfg.data;
           const std::string key = to_yaml(data_only);

@@ -29,7 +29,7 @@ int64_t mha_per_token_per_layer(const ModelConfig& m) { return 2LL * m.n_heads *
 ProbeResult probe_kv_decode(const ProbeOptions& opt) {
   Config cfg = load_probe_config(opt.config.empty() ? "configs/textbook.yaml" : opt.config);
   if (opt.config.empty()) cfg.model.position = "rope";
-  if (cfg.data.kind == DataKind::Garden)
+  if (registry::corpus(cfg.data).doc_counts)
     for (int* n : {&cfg.data.train_docs, &cfg.data.val_docs, &cfg.data.test_docs}) *n = std::min(*n, 64);
   validate(cfg);
   if (opt.len < 1 || opt.len > cfg.model.max_seq_len)

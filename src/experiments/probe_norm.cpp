@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "config/registry.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "experiments/probe.h"
@@ -63,7 +64,7 @@ ProbeResult probe_gradnorm(const ProbeOptions& opt) {
   if (opt.depths.empty()) throw InputError("--depths is empty", "example: --depths 6,12,24");
   Config base = load_probe_config(opt.config.empty() ? "configs/textbook.yaml" : opt.config);
   // The fixed batch: the first 32 training documents of the corpus (one row each).
-  if (base.data.kind == DataKind::Garden)
+  if (registry::corpus(base.data).doc_counts)
     for (int* n : {&base.data.train_docs, &base.data.val_docs, &base.data.test_docs}) *n = std::min(*n, 32);
   data::Corpus corpus = data::load_corpus(base.data);
   base = resolve_for_corpus(base, corpus);

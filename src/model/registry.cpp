@@ -225,6 +225,7 @@ std::vector<std::string> factory_names(Kind kind) {
     case Kind::Norm: return names_of(factories<NormMake>());
     case Kind::Attention: return names_of(factories<AttentionMake>());
     case Kind::Position: return names_of(factories<PositionMake>());
+    case Kind::Corpus: return {};  // a corpus has loaders, no module (data/corpora.h)
   }
   return {};
 }

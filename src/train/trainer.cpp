@@ -328,7 +328,7 @@ Config resolve_for_corpus(Config cfg, const data::Corpus& corpus) {
   if (cfg.model.vocab_size == 0) cfg.model.vocab_size = v;
   if (cfg.model.vocab_size < v)
     throw InputError(fmt::format("{}: model.vocab_size ({}) is smaller than the {} vocabulary ({})",
-                                 cfg.source, cfg.model.vocab_size, option_name(corpus.kind), v),
+                                 cfg.source, cfg.model.vocab_size, corpus.kind, v),
                      "set model.vocab_size: auto");
   return cfg;
 }
