@@ -34,11 +34,11 @@ inline ModelConfig fused_model(const std::string& position, const std::string& n
   return m;
 }
 
-// runtime::set_threads(n) for a scope (the tests run at OMP_NUM_THREADS=1).
+// torch_runtime::set_threads(n) for a scope (the tests run at OMP_NUM_THREADS=1).
 struct ThreadsScope {
   int before = runtime::threads();
-  explicit ThreadsScope(int n) { runtime::set_threads(n); }
-  ~ThreadsScope() { runtime::set_threads(before); }
+  explicit ThreadsScope(int n) { torch_runtime::set_threads(n); }
+  ~ThreadsScope() { torch_runtime::set_threads(before); }
   ThreadsScope(const ThreadsScope&) = delete;
   ThreadsScope& operator=(const ThreadsScope&) = delete;
 };

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <map>
 
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "experiments/sweep.h"
 #include "formats/checkpoint.h"
 #include "helpers.h"
@@ -89,12 +89,12 @@ TEST_CASE("the backend: NCCL for cuda where built, else Gloo, and refusals that 
     CHECK_THROWS_WITH(dist::choose_backend(DeviceKind::Cuda, "nccl"), Catch::Contains("built without it (built: gloo)"));
   }
   // Each rank's device: the CPU whatever the local rank; cuda is refused without CUDA.
-  CHECK(runtime::make_device(DeviceKind::Cpu, 3) == torch::Device(torch::kCPU));
+  CHECK(torch_runtime::make_device(DeviceKind::Cpu, 3) == torch::Device(torch::kCPU));
   if (!torch::cuda::is_available()) {
-    CHECK_THROWS_AS(runtime::make_device(DeviceKind::Cuda, 0), InputError);
+    CHECK_THROWS_AS(torch_runtime::make_device(DeviceKind::Cuda, 0), InputError);
   } else {
     const auto gpus = static_cast<int>(torch::cuda::device_count());
-    CHECK(runtime::make_device(DeviceKind::Cuda, gpus + 1).index() == (gpus + 1) % gpus);
+    CHECK(torch_runtime::make_device(DeviceKind::Cuda, gpus + 1).index() == (gpus + 1) % gpus);
   }
   CHECK_THROWS_AS(parse_option<DeviceKind>("tpu"), InputError);  // the config key (the --device flag: test_config)
 }

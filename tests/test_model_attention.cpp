@@ -8,6 +8,7 @@
 #include "config/registry.h"
 #include "model/attention/attention.h"
 #include "model/lm.h"
+#include "model/registry.h"
 
 using namespace lmx;
 using lmx::experiments::max_abs;

@@ -93,19 +93,19 @@ TEST_CASE("denormals: flushed to zero by default, kept with LMX_KEEP_DENORMALS=1
   auto tensor_product = [] { return (torch::full({8}, 1e-20f) * torch::full({8}, 1e-20f)).abs().sum().item<float>(); };
   {
     EnvVar keep("LMX_KEEP_DENORMALS", nullptr);
-    if (!runtime::flush_denormals()) {
+    if (!torch_runtime::flush_denormals()) {
       WARN("this CPU cannot flush denormals (not x86 SSE3): nothing to check");
       return;
     }
-    CHECK(runtime::denormals_flushed());
+    CHECK(torch_runtime::denormals_flushed());
     CHECK(product() == 0.0f);
     CHECK(tensor_product() == 0.0f);
   }
   {
     EnvVar keep("LMX_KEEP_DENORMALS", "1");
     at::globalContext().setFlushDenormal(false);  // the process's state before any flush_denormals()
-    CHECK_FALSE(runtime::flush_denormals());
-    CHECK_FALSE(runtime::denormals_flushed());
+    CHECK_FALSE(torch_runtime::flush_denormals());
+    CHECK_FALSE(torch_runtime::denormals_flushed());
     CHECK(product() == Approx(1e-40f).epsilon(1e-2));
     CHECK(tensor_product() == Approx(8e-40f).epsilon(1e-2));
   }

@@ -62,7 +62,7 @@ if [[ $cuda == 1 ]]; then
   defs='-DLMX_VERSION="0" -DLMX_SOURCE_DIR="/src/lmx" -DFMT_HEADER_ONLY=1'
   failed=0
   for variant in "-DLMX_WITH_NCCL=1" "-DLMX_WITH_NCCL=1 -DLMX_WITH_GLOO=0" "-DLMX_WITH_GLOO=0"; do
-    for f in src/dist/dist.cpp src/util/runtime.cpp src/kernels/precision.cpp src/train/trainer.cpp src/train/train_run.cpp \
+    for f in src/distributed/dist.cpp src/util/runtime.cpp src/kernels/precision.cpp src/train/trainer.cpp src/train/train_run.cpp \
              src/cli/cmd_train.cpp src/cli/entry.cpp; do
       if in_root "g++ -std=c++17 -fsyntax-only -Wall -Wextra -Wno-unused-parameter $defs $variant $inc /src/lmx/$f \
                   2>/tmp/cuda_check.log"; then

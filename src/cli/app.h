@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "train/run_plan.h"
 
 namespace lmx::cli {
 
@@ -49,6 +50,9 @@ void add_global_options(CLI::App& app, Globals& g);
 
 // The global options a child lmx needs to work as this one (lmx launch's workers).
 std::vector<std::string> global_args(const Globals& g);
+// A child `lmx train`'s command line (train/run_plan.h's TrainChild): global_args of a quiet
+// run with its threads, then the verb's own flags (cmd_train.cpp, beside their definitions).
+std::vector<std::string> train_child_args(const TrainChild& child);
 
 // Option groups that several verbs take, declared here once.
 inline const std::string kSetHelp = "override a field: section.key=value (repeatable)";

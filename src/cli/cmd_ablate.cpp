@@ -168,6 +168,7 @@ int run_ablate(const AblateOptions& o, const Globals& g) {
   const std::string out = sweep_out_dir(o.resume, g.out, "ablate");
   signals::install();
   SweepOptions so{out, o.jobs, g.threads, g.quiet};
+  so.child_args = train_child_args;
   so.resume = !o.resume.empty();
   so.spec = "ablate";
   SweepResult r = run_sweep(points, seeds, so);

@@ -267,7 +267,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
            "decode_recompute_tok_s", "kv_speedup", "final_loss", "blas_kernels", "blas_kernels_from", "gemm",
            "decode_path", "step_parts"},  // new columns go last: ../shared/bench/llmc reads them by position
           {}};
-  t.add({cfg.name, std::to_string(runtime::threads()), std::to_string(runtime::torch_threads()),
+  t.add({cfg.name, std::to_string(runtime::threads()), std::to_string(torch_runtime::torch_threads()),
          std::to_string(runtime::blas_threads()), std::to_string(B), std::to_string(T), std::to_string(V),
          std::to_string(count_parameters(model)), std::to_string(a.steps), fmt::format("{:.3f}", ms),
          fmt::format("{:.0f}", ms > 0 ? B * T / (ms / 1e3) : 0), fmt::format("{:.4f}", step_flops / 1e9),

@@ -30,7 +30,7 @@ namespace lmx::cli {
 
 struct ExtrapolateOptions {
   std::string config = std::string(LMX_SOURCE_DIR) + "/configs/textbook.yaml";
-  std::string positions;  // empty: every position row, in table order
+  std::string positions;  // set when the verb is added: every position row, in table order
   std::string seeds;
   std::vector<std::string> sets;
   int train_len = 64, test_len = 512, steps = 600;
@@ -95,8 +95,7 @@ void add_by_position(Table& table, const ExtrapolateOptions& o, const data::Corp
 }  // namespace
 
 int run_extrapolate(const ExtrapolateOptions& o, const Globals& g) {
-  const std::vector<std::string> positions =
-      o.positions.empty() ? registry::names(registry::Kind::Position) : parse_positions(o.positions);
+  const std::vector<std::string> positions = parse_positions(o.positions);
   if (o.test_len < o.train_len)
     throw InputError(fmt::format("--test-len {} is shorter than --train-len {}", o.test_len, o.train_len));
   const auto seeds = parse_seeds(o.seeds, 1, g.seed);
@@ -139,6 +138,7 @@ int run_extrapolate(const ExtrapolateOptions& o, const Globals& g) {
 
 void add_extrapolate_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<ExtrapolateOptions>();
+  o->positions = join(registry::names(registry::Kind::Position), ",");
   auto* cmd = app.add_subcommand("extrapolate", "Train at --train-len (packed), test at --test-len: NLL by position per encoding");
   cmd->add_option("config", o->config, "base config (default configs/textbook.yaml)");
   cmd->add_option("--positions", o->positions, "comma-separated position encodings (default: every one, in `lmx list` order)");

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "cli/app.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "experiments/sweep.h"
 #include "util/error.h"
 #include "util/log.h"

@@ -61,6 +61,7 @@ int run_sweep_verb(const SweepVerbOptions& o, const Globals& g) {
   const std::string out = sweep_out_dir(o.resume, g.out, fs::path(o.spec).stem().string());
   signals::install();
   SweepOptions so{out, o.jobs, g.threads, g.quiet};
+  so.child_args = train_child_args;
   so.resume = resume;
   so.spec = o.spec;
   so.shard = shard;

@@ -10,7 +10,7 @@
 #include "cli/common.h"
 #include "config/config.h"
 #include "data/corpus.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "formats/checkpoint.h"
 #include "model/memory.h"
 #include "train/run_plan.h"
@@ -110,6 +110,17 @@ int run_train(const TrainOptions& o, const Globals& g) {
   if (code == 130) log::warn("train", "interrupted: continue with  lmx train --resume {}", plan.out);
   log::info("train", "results in {} (figures: lmx plot {})", plan.out, plan.out);
   return code;
+}
+
+std::vector<std::string> train_child_args(const TrainChild& c) {
+  Globals child;
+  child.quiet = true;
+  child.threads = c.threads;
+  std::vector<std::string> args = global_args(child);
+  args.push_back("train");
+  if (c.resume) args.insert(args.end(), {"--resume", c.out});
+  else args.insert(args.end(), {c.config, "--seeds", std::to_string(c.seed), "--out", c.out});
+  return args;
 }
 
 void add_train_command(CLI::App& app, Globals& g) {

@@ -11,7 +11,7 @@
 
 #include "cli/app.h"
 #include "config/registry.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "kernels/cpu_kernels.h"
 #include "kernels/fused_attention.h"
 #include "kernels/gemm.h"
@@ -51,11 +51,11 @@ void print_version() {
                                                      ? "oneDNN bf16 GEMMs (AVX512-BF16), float32 accumulation"
                                                      : "LibTorch's autocast: " + lmx::gemm::bf16_unavailable())
             << fmt::format("threads {} (LibTorch {}, OpenBLAS {})\n", lmx::runtime::threads(),
-                           lmx::runtime::torch_threads(), lmx::runtime::blas_threads())
-            << fmt::format("denormals {}\n", lmx::runtime::denormals_flushed()
+                           lmx::torch_runtime::torch_threads(), lmx::runtime::blas_threads())
+            << fmt::format("denormals {}\n", lmx::torch_runtime::denormals_flushed()
                                                   ? "flushed to zero (FTZ/DAZ; LMX_KEEP_DENORMALS=1 keeps them)"
                                                   : "kept (IEEE gradual underflow)")
-            << fmt::format("CUDA {}\n", lmx::runtime::cuda_available() ? "available" : "not available")
+            << fmt::format("CUDA {}\n", lmx::torch_runtime::cuda_available() ? "available" : "not available")
             << fmt::format("data-parallel backends {}\n",
                            backends.empty() ? "none" : fmt::format("{}", fmt::join(backends, ", ")));
 }
@@ -123,13 +123,13 @@ int apply_globals_and_run(const CLI::App& app, lmx::cli::Globals& g) {
                                  g.threads > 0 ? "--threads" : "OMP_NUM_THREADS", threads, runtime::max_threads(),
                                  runtime::max_threads() / 4),
                      "leave --threads out for the default");
-  runtime::set_threads(threads);
+  torch_runtime::set_threads(threads);
   const auto& devices = OptionNames<DeviceKind>::names();
   const auto named = std::find(devices.begin(), devices.end(), g.device_flag);
   if (named == devices.end())
     throw InputError("unknown device '" + g.device_flag + "'", "valid devices: " + join(devices));
   g.device = static_cast<DeviceKind>(named - devices.begin());
-  runtime::check_device(g.device);
+  torch_runtime::check_device(g.device);
   gemm::active();  // a bad LMX_GEMM fails here, before any work
   if (g.version) {
     print_version();
@@ -151,7 +151,7 @@ int lmx::cli::run_main(int argc, char** argv) {
   signals::install_early();
   runtime::open_self();
   runtime::tune_allocator();
-  runtime::flush_denormals();
+  torch_runtime::flush_denormals();
   CLI::App app{"lmx: train, evaluate and ablate small Transformer LMs on CPU or CUDA"};
   app.footer(components_footer());
   app.fallthrough();

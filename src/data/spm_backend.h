@@ -1,4 +1,4 @@
-// The interface between lmxcore (data/tokenizer.cpp) and liblmxspm.so, the module that wraps
+// The interface between the data layer (data/tokenizer.cpp) and liblmxspm.so, the module that wraps
 // Debian's SentencePiece. libsentencepiece carries its own copy of protobuf whose symbols clash
 // with the libprotobuf LibTorch loads (a crash while the libraries initialize), so the module is
 // loaded with dlopen(RTLD_LOCAL | RTLD_DEEPBIND): its protobuf stays its own. Standard types only.

@@ -11,6 +11,7 @@
 #include "experiments/probe.h"
 #include "formats/checkpoint.h"
 #include "model/ffn.h"
+#include "model/registry.h"
 #include "model/sizes.h"
 #include "util/error.h"
 

@@ -11,6 +11,7 @@
 #include "experiments/probe.h"
 #include "model/lm.h"
 #include "model/norm.h"
+#include "model/registry.h"
 #include "train/trainer.h"
 #include "util/error.h"
 

@@ -268,7 +268,7 @@ class SweepScheduler {
         fs::remove_all(r.dir, ec);  // never got going: start it afresh
       }
     }
-    running_[spawn_self(train_child_args(child), r.log, /*append=*/child.resume)] = i;
+    running_[spawn_self(opt_.child_args(child), r.log, /*append=*/child.resume)] = i;
     log::debug("sweep", "started {} seed {}{}", r.name, r.seed, child.resume ? " (resume)" : "");
   }
 

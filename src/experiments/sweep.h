@@ -2,10 +2,12 @@
 // numbered directory (so runs can go in parallel without sharing thread pools), then one
 // combined summary.csv / summary.md with mean ± std per grid point.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "experiments/spec.h"
+#include "train/run_plan.h"
 #include "util/csv.h"
 
 namespace lmx {
@@ -20,6 +22,9 @@ struct SweepOptions {
   std::string spec{};     // the spec's path (recorded in shard.json)
   int shard = 0;          // run only the runs k (grid point-major, seed-minor) with k % shards == shard
   int shards = 1;
+  // A child `lmx train`'s command line after the program name (the CLI spells its flags:
+  // cli/app.h, train_child_args).
+  std::function<std::vector<std::string>(const TrainChild&)> child_args{};
 };
 
 struct SweepResult {

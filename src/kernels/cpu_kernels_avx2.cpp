@@ -1,4 +1,4 @@
-// The fused attention kernels compiled for AVX2 + FMA (CMakeLists.txt sets -mavx2 -mfma on
+// The fused kernels (attention, FFN activations, norms, cross-entropy) compiled for AVX2 + FMA (CMakeLists.txt sets -mavx2 -mfma on
 // this file only); cpu_kernels_generic.cpp picks this variant when the CPU has both.
 #define LMX_KERNEL_NS avx2
 #include "kernels/attention_impl.h"

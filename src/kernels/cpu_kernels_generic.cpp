@@ -1,4 +1,5 @@
-// The fused attention kernels for any x86-64 (SSE2), and the run-time choice of variant.
+// The fused kernels (attention, FFN activations, norms, cross-entropy) for any x86-64 (SSE2), and
+// the run-time choice of variant.
 #define LMX_KERNEL_NS generic
 #include "kernels/attention_impl.h"
 #include "kernels/ffn_impl.h"

@@ -65,7 +65,7 @@ GemmBf16Fn gemm_bf16_fn() {
   return fn;
 }
 
-// fn() on OpenMP with all --threads: runtime::set_threads keeps the calling thread's OpenMP
+// fn() on OpenMP with all --threads: torch_runtime::set_threads keeps the calling thread's OpenMP
 // count at 1 for LibTorch's own ops at --threads <= 2, and oneDNN runs on the caller's count.
 template <class F>
 dnnl_status_t at_threads(F&& fn) {

@@ -10,11 +10,11 @@
 #include "util/env.h"
 #include "util/error.h"
 
-namespace lmx::runtime {
+namespace lmx::torch_runtime {
 
 void set_threads(int n) {
-  set_blas_threads(n);
-  at::set_num_threads(thread_split(n).torch_threads);
+  runtime::set_blas_threads(n);
+  at::set_num_threads(runtime::thread_split(n).torch_threads);
 }
 
 int torch_threads() { return at::get_num_threads(); }
@@ -48,4 +48,4 @@ c10::Device make_device(DeviceKind device, int local_rank) {
   return d;
 }
 
-}  // namespace lmx::runtime
+}  // namespace lmx::torch_runtime

@@ -8,7 +8,7 @@
 #include "config/config.h"
 #include "util/runtime.h"
 
-namespace lmx::runtime {
+namespace lmx::torch_runtime {
 
 // Sets LibTorch intra-op threads and OpenBLAS threads together (no oversubscription): n
 // threads are split as thread_split(n) says. Throws InputError for n < 1.
@@ -36,4 +36,4 @@ void check_device(DeviceKind device);
 // it also becomes the process's current CUDA device.
 c10::Device make_device(DeviceKind device, int local_rank = 0);
 
-}  // namespace lmx::runtime
+}  // namespace lmx::torch_runtime

@@ -85,7 +85,4 @@ class GatedFfnImpl : public Ffn {
 };
 TORCH_MODULE(GatedFfn);
 
-// The registry's factory (model/registry.cpp): cfg.ffn picks the row.
-std::shared_ptr<Ffn> make_ffn(const ModelConfig& cfg);
-
 }  // namespace lmx

@@ -17,6 +17,7 @@
 #include "model/linear.h"
 #include "model/norm.h"
 #include "model/position/position.h"
+#include "model/registry.h"
 #include "util/error.h"
 
 namespace lmx {

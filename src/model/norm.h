@@ -63,7 +63,4 @@ class RMSNormImpl : public Norm {
 };
 TORCH_MODULE(RMSNorm);
 
-// The registry's factory (model/registry.cpp): cfg.norm picks the row, dim the width.
-std::shared_ptr<Norm> make_norm(const ModelConfig& cfg, int64_t dim);
-
 }  // namespace lmx

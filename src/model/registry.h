@@ -1,7 +1,7 @@
 // The factories of the component catalog (config/registry.h): make_ffn, make_norm,
-// make_attention and make_position (model/ffn.h, norm.h, attention/attention.h,
-// position/position.h) build the module a config names. registry.cpp holds the built-in rows,
-// one per variant: name, description, traits and factory.
+// make_attention and make_position build the module a config names (declared and defined with
+// the rows, registry.cpp). registry.cpp holds the built-in rows, one per variant: name,
+// description, traits and factory (an FFN's: its activation).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -17,6 +17,17 @@ class Ffn;
 class Norm;
 class Attention;
 class Position;
+}  // namespace lmx
+
+namespace lmx {
+
+// The module the config's row builds: cfg.ffn, cfg.norm (of width dim), cfg.attention (with the
+// layer's position scheme) and cfg.position.
+std::shared_ptr<Ffn> make_ffn(const ModelConfig& cfg);
+std::shared_ptr<Norm> make_norm(const ModelConfig& cfg, int64_t dim);
+std::shared_ptr<Attention> make_attention(const ModelConfig& cfg, std::shared_ptr<Position> position);
+std::shared_ptr<Position> make_position(const ModelConfig& cfg);
+
 }  // namespace lmx
 
 namespace lmx::registry {

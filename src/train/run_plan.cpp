@@ -157,11 +157,4 @@ bool train_out_finished(const std::string& out, Table& rows) {
 
 bool train_out_resumable(const std::string& out) { return fs::exists(fs::path(out) / "train.json"); }
 
-std::vector<std::string> train_child_args(const TrainChild& c) {
-  std::vector<std::string> args = {"-q", "--threads", std::to_string(c.threads), "train"};
-  if (c.resume) args.insert(args.end(), {"--resume", c.out});
-  else args.insert(args.end(), {c.config, "--seeds", std::to_string(c.seed), "--out", c.out});
-  return args;
-}
-
 }  // namespace lmx

@@ -1,7 +1,7 @@
 // The run API: what one `lmx train` output directory holds and how its seeds are trained,
 // continued and skipped. `lmx train` (cli/cmd_train.cpp) plans and trains through it; sweeps
 // (experiments/sweep.cpp) ask it whether a run directory is finished or can be resumed, and
-// build each child `lmx train`'s command line with train_child_args.
+// build each child `lmx train`'s command line with the CLI's train_child_args.
 //
 // A train output directory: train.json (the invocation: config, seeds, initial weights,
 // threads), seed<k>/ per seed (model.safetensors, metrics.csv, result.csv, ...), summary.csv
@@ -44,8 +44,9 @@ int train_seeds(const TrainPlan& plan, const data::Corpus& corpus, const Config&
 bool train_out_finished(const std::string& out, Table& rows);
 bool train_out_resumable(const std::string& out);
 
-// The command line of a child `lmx train` (after the program name): quiet, `threads` threads,
-// either `--resume out` or `config --seeds seed --out out`.
+// What a child `lmx train` runs: quiet, `threads` threads, either resuming `out` or training
+// `config` with one seed into `out`. Its command line is the CLI's to spell (cli/app.h:
+// train_child_args), handed to the sweep as SweepOptions::child_args.
 struct TrainChild {
   std::string config;
   uint64_t seed = 0;
@@ -53,6 +54,5 @@ struct TrainChild {
   int threads = 1;
   bool resume = false;
 };
-std::vector<std::string> train_child_args(const TrainChild& child);
 
 }  // namespace lmx

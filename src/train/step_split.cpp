@@ -12,7 +12,7 @@
 namespace lmx {
 
 int step_parts(const TrainConfig& t, const c10::Device& device) {
-  if (!t.split_batch || !device.is_cpu() || runtime::torch_threads() != 1) return 1;
+  if (!t.split_batch || !device.is_cpu() || torch_runtime::torch_threads() != 1) return 1;
   return std::max(1, runtime::threads());
 }
 

@@ -12,7 +12,7 @@
 
 #include "data/batch.h"
 #include "data/tokenizer.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "formats/checkpoint.h"
 #include "kernels/precision.h"
 #include "kernels/torch_runtime.h"
@@ -76,7 +76,7 @@ void build_run_model(Training& tr) {
   tr.model = ModernLM(tr.cfg.model);
   if (!tr.opt.init_from.empty()) load_weights(*tr.model, read_checkpoint(tr.opt.init_from));
   // cuda without a CUDA LibTorch: InputError; data-parallel ranks take one GPU each
-  tr.device = runtime::make_device(tr.cfg.train.device, dist::local_rank());
+  tr.device = torch_runtime::make_device(tr.cfg.train.device, dist::local_rank());
   tr.model->to(tr.device);  // before the optimizer takes the parameters
   tr.writer = dist::writer();
   tr.model->train();

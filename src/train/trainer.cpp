@@ -17,7 +17,7 @@
 
 #include "data/batch.h"
 #include "data/tokenizer.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "formats/checkpoint.h"
 #include "kernels/parallel.h"
 #include "kernels/precision.h"

@@ -11,7 +11,7 @@ namespace lmx::faults {
 struct Plan {
   int64_t nan_loss_step = -1;         // the loss of this step (0-based, every seed) is NaN
   int64_t nan_grad_step = -1;         // this step's gradient of the parameter nan_grad_param is NaN
-  std::string nan_grad_param;         //   (a name from named_parameters, e.g. model.layers.1.ffn.w1.weight)
+  std::string nan_grad_param;         //   (a name from named_parameters, e.g. model.layers.1.mlp.up_proj.weight)
   int64_t interrupt_after_step = -1;  // as if SIGINT came during step interrupt_after_step − 1
   // A data-parallel worker's fault (LMX_FAULT=MODE:RANK:CALL): at its CALL-th gradient
   // all-reduce (counted from 0), rank RANK exits with code 9 (die), stops itself with SIGSTOP

@@ -1,7 +1,7 @@
 // Logging on stderr, every line "L HH:MM:SS [area] message" (L: D, I, W or E; the letter
 // colored when stderr is a terminal), and in log files with the date (--log-file, lmx.log in
 // every output folder). Results go to stdout. The messages are formatted here with the fmt
-// lmxcore sees; spdlog writes them behind a string-only interface in a library of its own
+// lmx's layers see; spdlog writes them behind a string-only interface in a library of its own
 // (util/log_sink.h), so a LibTorch that bundles another fmt (pip wheels of torch 2.x) never
 // meets the fmt Debian's spdlog was built with.
 #pragma once

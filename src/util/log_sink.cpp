@@ -1,4 +1,4 @@
-#include "log_sink.h"  // no include folder of lmxcore
+#include "log_sink.h"  // no include folder of lmx's layers
 
 #include <spdlog/logger.h>
 #include <spdlog/sinks/basic_file_sink.h>

@@ -1,7 +1,7 @@
 // Where log lines go: stderr and log files, by spdlog. Built as its own library (lmxlog,
 // CMakeLists.txt) that links Debian's spdlog and never sees LibTorch's include folders, so a
 // LibTorch that bundles another fmt cannot clash with the fmt spdlog was built with. Only
-// strings cross this interface; util/log.h formats with whatever fmt lmxcore sees.
+// strings cross this interface; util/log.h formats with whatever fmt lmx's layers see.
 #pragma once
 #include <string>
 

@@ -23,7 +23,7 @@ struct BlasInfo {
 BlasInfo blas_info();
 
 // Records n as the process's thread count and gives OpenBLAS its part (thread_split(n));
-// throws InputError for n < 1. runtime::set_threads (kernels/torch_runtime.h) calls it and
+// throws InputError for n < 1. torch_torch_runtime::set_threads (kernels/torch_runtime.h) calls it and
 // gives LibTorch its part.
 void set_blas_threads(int n);
 int threads();        // n, as last set; a ThreadShare's count on a thread that holds one

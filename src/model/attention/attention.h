@@ -120,7 +120,4 @@ class MultiHeadLatentAttentionImpl : public Attention {
 };
 TORCH_MODULE(MultiHeadLatentAttention);
 
-// The registry's factory (model/registry.cpp): cfg.attention picks the row.
-std::shared_ptr<Attention> make_attention(const ModelConfig& cfg, std::shared_ptr<Position> position);
-
 }  // namespace lmx

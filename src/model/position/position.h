@@ -71,7 +71,4 @@ class Position : public torch::nn::Module {
   }
 };
 
-// The registry's factory (model/registry.cpp): cfg.position picks the row.
-std::shared_ptr<Position> make_position(const ModelConfig& cfg);
-
 }  // namespace lmx

@@ -64,7 +64,7 @@ class Group {
   ~Group();
   int rank() const;
   int world() const;
-  int local_rank() const;  // this rank's index on its node (its GPU: runtime::make_device)
+  int local_rank() const;  // this rank's index on its node (its GPU: torch_runtime::make_device)
 
   // In-place sum over ranks. Tensors are packed into flat buckets of at most bucket_bytes
   // (one all-reduce each, all in flight together) and unpacked again; undefined ones skipped.

@@ -1,6 +1,6 @@
 // The launcher environment of a data-parallel run (dist.h: Env, read_env, slurm_first_host,
 // timeout_from_env): plain parsing, no c10d.
-#include "dist/dist.h"
+#include "distributed/dist.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "dist/dist.h"
+#include "distributed/dist.h"
 
 // Debian's libtorch-dev ships the c10d headers; ProcessGroupGloo.hpp is guarded by this
 // macro (the library itself is built with Gloo) and needs libgloo-dev's headers.
@@ -354,7 +354,7 @@ Group* init_from_env(DeviceKind device) {
   if (current()) return current();
   const Env env = read_env();
   if (env.world <= 1) return nullptr;
-  runtime::check_device(device);  // before any rank waits for the others
+  torch_runtime::check_device(device);  // before any rank waits for the others
   // NCCL cannot put two ranks on one GPU: more workers on this node than GPUs take Gloo.
   const bool gpu_per_rank =
       device != DeviceKind::Cuda || runtime::local_world_size() <= static_cast<int>(torch::cuda::device_count());
