@@ -9,8 +9,6 @@
 #include "torch_api.h"
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 
 #include "helpers.h"
 #include "model/ffn.h"
@@ -19,7 +17,6 @@
 #include "toys.h"
 
 using namespace lmx;
-using lmx::test::run_as_lmx;
 
 namespace {
 
@@ -76,40 +73,11 @@ TEST_CASE("toy activation: one row in a test file, and lmx lists, trains, evalua
           "[toy][ffn][cli]") {
   test::TempDir dir;
   const std::string out = dir.path.string();
-  const auto list = run_as_lmx("list");
-  INFO(list.output);
-  REQUIRE(list.code == 0);
-  CHECK_THAT(list.output, Catch::Contains("toy_softsign"));
-
-  const auto train = run_as_lmx("-q --threads 1 --out " + out + "/train train configs/textbook.yaml --set model.ffn=toy_softsign" + kSmallSoftsign);
-  INFO(train.output);
-  REQUIRE(train.code == 0);
+  test::check_listed("toy_softsign");
+  const std::string ckpt = test::check_trains(out + "/train", " --set model.ffn=toy_softsign" + kSmallSoftsign);
   CHECK_THAT(test::read_file(out + "/train/seed0/config.yaml"), Catch::Contains("ffn: \"toy_softsign\""));
-  const std::string summary = test::read_file(out + "/train/summary.csv");
-  CHECK_THAT(summary, Catch::Contains("textbook,0,ok,"));
+  test::check_evaluates(ckpt);
+  test::check_engine_decodes(ckpt);
 
-  const std::string ckpt = out + "/train/seed0/model.safetensors";
-  const auto eval = run_as_lmx("eval " + ckpt);
-  INFO(eval.output);
-  CHECK(eval.code == 0);
-  CHECK_THAT(eval.output, Catch::Contains("| test  |"));
-
-  // Decoded on the engine (it says when it falls back to the modules), the same text as the
-  // modules give.
-  const auto engine = run_as_lmx("-v generate " + ckpt + " --max-new 40 --ignore-eos --seed 2");
-  const auto modules = run_as_lmx("generate " + ckpt + " --max-new 40 --ignore-eos --seed 2 --module-path");
-  INFO(engine.output);
-  CHECK(engine.code == 0);
-  CHECK(modules.code == 0);
-  CHECK(engine.output.find("decoding through the modules") == std::string::npos);
-  const auto text = [](const std::string& s) { return s.substr(s.find("<bos>")); };
-  CHECK(text(engine.output).substr(0, text(modules.output).size()) == text(modules.output));
-
-  std::ofstream(out + "/toy.yaml") << "extends: " << test::source_path("configs/textbook.yaml")
-                                   << "\nmodel:\n  ffn: toy_softsign\n";
-  const auto ablate = run_as_lmx("-q --out " + out + "/ablate ablate --one-at-a-time --from configs/textbook.yaml --to " + out +
-                                 "/toy.yaml --order ffn --jobs 2" + kSmallSoftsign);
-  INFO(ablate.output);
-  REQUIRE(ablate.code == 0);
-  CHECK_THAT(test::read_file(out + "/ablate/ablation.md"), Catch::Contains("ffn=toy_softsign"));
+  CHECK_THAT(test::check_ablates_ffn(out + "/ablate", "toy_softsign", kSmallSoftsign), Catch::Contains("ffn=toy_softsign"));
 }

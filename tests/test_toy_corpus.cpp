@@ -10,8 +10,6 @@
 
 #include "torch_api.h"
 
-#include <filesystem>
-#include <fstream>
 
 #include "data/corpora.h"
 #include "data/rng.h"
@@ -19,7 +17,6 @@
 #include "toys.h"
 
 using namespace lmx;
-using lmx::test::run_as_lmx;
 
 namespace {
 
@@ -108,36 +105,12 @@ TEST_CASE("toy corpus: one row in a test file, and lmx lists it, trains, evaluat
           "[toy][corpus][cli]") {
   test::TempDir dir;
   const std::string out = dir.path.string();
-  const auto list = run_as_lmx("list");
-  INFO(list.output);
-  REQUIRE(list.code == 0);
-  CHECK_THAT(list.output, Catch::Contains("toy_counting"));
-
-  const auto train = run_as_lmx("-q --threads 1 --out " + out + "/train train configs/textbook.yaml" + kSmallCounting);
-  INFO(train.output);
-  REQUIRE(train.code == 0);
-  const std::string summary = test::read_file(out + "/train/summary.csv");
-  CHECK_THAT(summary, Catch::Contains(",count_acc"));
-  CHECK_THAT(summary, Catch::Contains("textbook,0,ok,"));
+  test::check_listed("toy_counting");
+  const std::string ckpt = test::check_trains(out + "/train", kSmallCounting);
+  CHECK_THAT(test::read_file(out + "/train/summary.csv"), Catch::Contains(",count_acc"));
   CHECK_THAT(test::read_file(out + "/train/summary.md"), Catch::Contains("count acc"));
+  test::check_evaluates(ckpt, "count_acc");
+  test::check_engine_decodes(ckpt);
 
-  const std::string ckpt = out + "/train/seed0/model.safetensors";
-  const auto eval = run_as_lmx("eval " + ckpt);
-  INFO(eval.output);
-  CHECK(eval.code == 0);
-  CHECK_THAT(eval.output, Catch::Contains("count_acc"));
-
-  const auto engine = run_as_lmx("-v generate " + ckpt + " --max-new 30 --ignore-eos --seed 2");
-  INFO(engine.output);
-  CHECK(engine.code == 0);
-  CHECK(engine.output.find("decoding through the modules") == std::string::npos);
-  CHECK_THAT(engine.output, Catch::Contains("<bos>"));
-
-  std::ofstream(out + "/gelu.yaml") << "extends: " << test::source_path("configs/textbook.yaml")
-                                    << "\nmodel:\n  ffn: gelu\n";
-  const auto ablate = run_as_lmx("-q --out " + out + "/ablate ablate --one-at-a-time --from configs/textbook.yaml --to " + out +
-                                 "/gelu.yaml --order ffn --jobs 2" + kSmallCounting);
-  INFO(ablate.output);
-  REQUIRE(ablate.code == 0);
-  CHECK_THAT(test::read_file(out + "/ablate/ablation.md"), Catch::Contains("count acc"));
+  CHECK_THAT(test::check_ablates_ffn(out + "/ablate", "gelu", kSmallCounting), Catch::Contains("count acc"));
 }

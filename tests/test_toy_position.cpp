@@ -9,7 +9,6 @@
 
 #include "torch_api.h"
 
-#include <filesystem>
 
 #include "helpers.h"
 #include "model/position/position.h"
@@ -61,31 +60,10 @@ TEST_CASE("toy position: one row in a test file, and lmx lists, trains, evaluate
           "[toy][position][cli]") {
   test::TempDir dir;
   const std::string out = dir.path.string();
-  const auto list = run_as_lmx("list");
-  INFO(list.output);
-  REQUIRE(list.code == 0);
-  CHECK_THAT(list.output, Catch::Contains("toy_ramp"));
-
-  const auto train = run_as_lmx("-q --threads 1 --out " + out + "/train train configs/textbook.yaml --set model.position=toy_ramp"
-                                " --set train.steps=20" + kSmallRamp);
-  INFO(train.output);
-  REQUIRE(train.code == 0);
-  CHECK_THAT(test::read_file(out + "/train/summary.csv"), Catch::Contains("textbook,0,ok,"));
-
-  const std::string ckpt = out + "/train/seed0/model.safetensors";
-  const auto eval = run_as_lmx("eval " + ckpt);
-  INFO(eval.output);
-  CHECK(eval.code == 0);
-  CHECK_THAT(eval.output, Catch::Contains("| test  |"));
-
-  const auto engine = run_as_lmx("-v generate " + ckpt + " --max-new 40 --ignore-eos --seed 2");
-  const auto modules = run_as_lmx("generate " + ckpt + " --max-new 40 --ignore-eos --seed 2 --module-path");
-  INFO(engine.output);
-  CHECK(engine.code == 0);
-  CHECK(modules.code == 0);
-  CHECK(engine.output.find("decoding through the modules") == std::string::npos);
-  const auto text = [](const std::string& s) { return s.substr(s.find("<bos>")); };
-  CHECK(text(engine.output).substr(0, text(modules.output).size()) == text(modules.output));
+  test::check_listed("toy_ramp");
+  const std::string ckpt = test::check_trains(out + "/train", " --set model.position=toy_ramp --set train.steps=20" + kSmallRamp);
+  test::check_evaluates(ckpt);
+  test::check_engine_decodes(ckpt);
 
   const auto extra = run_as_lmx("-q --threads 1 --out " + out + "/extra extrapolate configs/textbook.yaml --positions toy_ramp,none"
                                 " --train-len 16 --test-len 32 --steps 10" + kSmallRamp);
