@@ -140,6 +140,9 @@ std::string cached_parts(const ModelConfig& m) {
   return fmt::format("K, V: 2 × {} KV heads × {}", m.kv_heads(), m.dim_head());
 }
 
+// Bytes per number of --dtype (one of bf16, fp16, fp32: the option's check).
+int dtype_bytes(const std::string& dtype) { return dtype == "fp32" ? 4 : kBf16Bytes; }
+
 }  // namespace
 
 int run_kvcache(const KVCacheOptions& a, const Globals&) {

@@ -83,7 +83,7 @@ ProbeResult probe_kv_decode(const ProbeOptions& opt) {
     t.add({attention_kind(m), std::to_string(m.kv_heads()), sci(max_abs(full, incremental)), engine_delta,
            fixed(full.abs().max().item<double>(), 4), std::to_string(model->attention(0)->cached_per_token()),
            std::to_string(cache.numel()), std::to_string(size.per_token() * opt.len), std::to_string(bytes),
-           std::to_string(size.bytes_per_token(dtype_bytes("bf16")))});
+           std::to_string(size.bytes_per_token(kBf16Bytes))});
   }
   ProbeResult res;
   res.tables.push_back({"kv_decode", fmt::format("Decoding {} tokens with the KV cache vs full recomputation", opt.len), t});
@@ -196,7 +196,7 @@ ProbeResult probe_kv_table(const ProbeOptions& opt) {
     if (e.path().extension() == ".yaml") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   if (files.empty()) throw RuntimeError(fmt::format("{}: no model presets (*.yaml)", dir.string()));
-  const int bf16 = dtype_bytes("bf16");
+  const int bf16 = kBf16Bytes;
   Table t;
   t.header = {"model", "attention", "KV heads", "head dim", "per token per layer", "layers", "bytes per token (BF16)",
               fmt::format("GiB at {} tokens", opt.context)};

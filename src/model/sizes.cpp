@@ -130,12 +130,6 @@ KVCacheSize kv_cache_size(const ModelConfig& cfg) {
   return s;
 }
 
-int dtype_bytes(const std::string& dtype) {
-  if (dtype == "bf16" || dtype == "fp16") return 2;
-  if (dtype == "fp32") return 4;
-  throw InputError(fmt::format("unknown cache dtype '{}'", dtype), "use bf16, fp16 or fp32");
-}
-
 int64_t matmul_params(const ModelConfig& cfg) {
   require_vocab(cfg);
   int64_t per_layer = 0;

@@ -55,8 +55,8 @@ struct KVCacheSize {
 
 KVCacheSize kv_cache_size(const ModelConfig& cfg);
 
-// Bytes per number of a cache dtype: bf16 and fp16 2, fp32 4; anything else throws InputError.
-int dtype_bytes(const std::string& dtype);
+inline constexpr int kBf16Bytes = 2;  // bytes per number of a bf16 (or fp16) cache
+
 
 // Forward FLOPs (multiply and add counted as 2) of one sequence of T tokens, batch 1.
 //   matmul:    2·T·(weights of every linear layer, output head included even when tied).
