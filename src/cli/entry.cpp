@@ -124,11 +124,11 @@ int apply_globals_and_run(const CLI::App& app, lmx::cli::Globals& g) {
                                  runtime::max_threads() / 4),
                      "leave --threads out for the default");
   torch_runtime::set_threads(threads);
-  const auto& devices = OptionNames<DeviceKind>::names();
-  const auto named = std::find(devices.begin(), devices.end(), g.device_flag);
-  if (named == devices.end())
-    throw InputError("unknown device '" + g.device_flag + "'", "valid devices: " + join(devices));
-  g.device = static_cast<DeviceKind>(named - devices.begin());
+  try {
+    g.device = parse_option<DeviceKind>(g.device_flag);
+  } catch (const InputError&) {  // the flag's message, not the config key's
+    throw InputError("unknown device '" + g.device_flag + "'", "valid devices: " + join(OptionNames<DeviceKind>::names()));
+  }
   torch_runtime::check_device(g.device);
   gemm::active();  // a bad LMX_GEMM fails here, before any work
   if (g.version) {

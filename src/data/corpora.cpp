@@ -49,24 +49,22 @@ const CorpusLoaders& loaders_of(const std::string& kind) {
   throw std::logic_error(fmt::format("registry: corpus '{}' is in the catalog but has no loader", kind));
 }
 
-Corpus garden_corpus(const DataConfig& cfg) {
-  auto garden = Garden::load(cfg.grammar);
-  Corpus c;
-  c.vocab = garden->vocab();
-  const auto seed = static_cast<uint64_t>(cfg.seed);
-  c.train = generate_split(*garden, seed, Split::Train, cfg.train_docs);
-  c.val = generate_split(*garden, seed, Split::Val, cfg.val_docs);
-  c.test = generate_split(*garden, seed, Split::Test, cfg.test_docs);
-  c.truth = garden;
-  c.metric = pronoun_metric(garden, cfg.pronoun_window);
-  return c;
-}
-
 Corpus garden_vocabulary(const DataConfig& cfg) {
   auto garden = Garden::load(cfg.grammar);
   Corpus c;
   c.vocab = garden->vocab();
   c.truth = garden;
+  return c;
+}
+
+Corpus garden_corpus(const DataConfig& cfg) {
+  Corpus c = garden_vocabulary(cfg);
+  const auto garden = std::static_pointer_cast<const Garden>(c.truth);
+  const auto seed = static_cast<uint64_t>(cfg.seed);
+  c.train = generate_split(*garden, seed, Split::Train, cfg.train_docs);
+  c.val = generate_split(*garden, seed, Split::Val, cfg.val_docs);
+  c.test = generate_split(*garden, seed, Split::Test, cfg.test_docs);
+  c.metric = pronoun_metric(garden, cfg.pronoun_window);
   return c;
 }
 

@@ -182,11 +182,11 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
     L.kt = torch::zeros({m.Hk, m.D, m.kt_ld}, cache_opts);
     L.v = torch::zeros({m.Hk, max_len, m.D}, cache_opts);
     const Ffn::Fused f = *block->mlp->fused();
-    L.gated = f.gated, L.act = f.act;
-    L.w1 = own(f.w1), L.w2 = own(f.w2);
-    if (f.b1.defined()) L.b1 = own(f.b1);
-    if (f.b2.defined()) L.b2 = own(f.b2);
-    L.F = f.w2.size(1);
+    L.gated = f.gate.defined(), L.act = f.act;
+    L.w1 = own(L.gated ? torch::cat({f.gate, f.up}, 0) : f.up), L.w2 = own(f.down);  // gate|up stacked
+    if (f.up_b.defined()) L.b1 = own(L.gated ? torch::cat({f.gate_b, f.up_b}, 0) : f.up_b);
+    if (f.down_b.defined()) L.b2 = own(f.down_b);
+    L.F = f.down.size(1);
     F_max = std::max(F_max, L.F);
     m.layers.push_back(std::move(L));
   }

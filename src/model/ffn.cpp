@@ -205,7 +205,7 @@ torch::Tensor PlainFfnImpl::forward(const torch::Tensor& x) {
 }
 
 std::optional<Ffn::Fused> PlainFfnImpl::fused() const {
-  return Fused{op(), false, up_proj->weight, up_proj->bias, down_proj->weight, down_proj->bias};
+  return Fused{op(), {}, {}, up_proj->weight, up_proj->bias, down_proj->weight, down_proj->bias};
 }
 
 GatedFfnImpl::GatedFfnImpl(const FfnOptions& o, kernels::ActOp act) : op_(act), beta_(o.swish_beta) {
@@ -233,8 +233,8 @@ torch::Tensor GatedFfnImpl::forward(const torch::Tensor& x) {
 }
 
 std::optional<Ffn::Fused> GatedFfnImpl::fused() const {
-  const auto b1 = gate_proj->bias.defined() ? torch::cat({gate_proj->bias, up_proj->bias}, 0) : torch::Tensor();
-  return Fused{op(), true, torch::cat({gate_proj->weight, up_proj->weight}, 0), b1, down_proj->weight, down_proj->bias};
+  return Fused{op(),          gate_proj->weight, gate_proj->bias, up_proj->weight,
+               up_proj->bias, down_proj->weight, down_proj->bias};
 }
 
 }  // namespace lmx

@@ -36,14 +36,13 @@ class Ffn : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
 
-  // The FFN as the decoding engine runs it on the fused kernels: φ, gated or not, and the
-  // weights (w1: gate|up stacked (2F, C) where gated, else up (F, C); w2: down (C, F); biases
-  // undefined where there are none). None for an FFN the kernels do not run (the engine then
-  // declines and the model's own forward decodes).
+  // The FFN as the decoding engine runs it on the fused kernels: φ and the weights as the
+  // module holds them (gate: W1 where gated, undefined where plain; up (F, C); down (C, F);
+  // biases undefined where there are none). None for an FFN the kernels do not run (the engine
+  // then declines and the model's own forward decodes). Cheap: no copy.
   struct Fused {
     kernels::ActOp act;
-    bool gated = false;
-    torch::Tensor w1, b1, w2, b2;
+    torch::Tensor gate, gate_b, up, up_b, down, down_b;
   };
   virtual std::optional<Fused> fused() const { return std::nullopt; }
 

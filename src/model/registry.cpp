@@ -84,11 +84,6 @@ void add_row(Kind kind, Entry entry, Make make) {
 void add_ffn(Entry entry, FfnMake make) { add_row(Kind::Ffn, std::move(entry), make); }
 
 namespace {
-// The activation of each FFN row added with one, by name.
-std::vector<std::pair<std::string, kernels::ActOp>>& ffn_acts() {
-  static std::vector<std::pair<std::string, kernels::ActOp>> table;
-  return table;
-}
 // The factory of every activation row: its φ, plain or gated by the row's traits.
 std::shared_ptr<Ffn> activation_ffn(const ModelConfig& c) {
   const kernels::ActOp act = *ffn_activation(c.ffn);
@@ -100,11 +95,11 @@ std::shared_ptr<Ffn> activation_ffn(const ModelConfig& c) {
 void add_ffn(Entry entry, kernels::ActOp act) {
   const std::string name = entry.name;
   add_row(Kind::Ffn, std::move(entry), activation_ffn);
-  ffn_acts().emplace_back(name, act);
+  factories<kernels::ActOp>().push_back({name, act});  // beside the factory: the row's activation
 }
 
 std::optional<kernels::ActOp> ffn_activation(const std::string& ffn) {
-  for (const auto& [name, act] : ffn_acts())
+  for (const auto& [name, act] : factories<kernels::ActOp>())
     if (name == ffn) return act;
   return std::nullopt;
 }
