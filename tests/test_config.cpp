@@ -232,17 +232,40 @@ void check_option(size_t count) {
 }  // namespace
 
 TEST_CASE("option names: each enum's list is its field's choices, parsed both ways", "[config]") {
-  check_option<NormPlacement>(2);
+  check_option<NormPlacement>(3);
   check_option<RopeLayout>(2);
   check_option<RopeScaling>(4);
   check_option<TiedInit>(2);
-  check_option<InitScheme>(2);
+  check_option<InitScheme>(4);
   check_option<EmbedScale>(2);
   check_option<Schedule>(3);
   check_option<Precision>(2);
   check_option<TokenizerKind>(2);
+  check_option<OptimizerKind>(3);
   // The enum order the code relies on.
   CHECK(parse_option<RopeScaling>("yarn") == RopeScaling::Yarn);
   CHECK(parse_option<EmbedScale>("sqrt_d") == EmbedScale::SqrtD);
   CHECK(parse_option<InitScheme>("torch_default") == InitScheme::TorchDefault);
+  CHECK(parse_option<InitScheme>("zero_proj") == InitScheme::ZeroProj);
+  CHECK(parse_option<NormPlacement>("sandwich") == NormPlacement::Sandwich);
+  CHECK(parse_option<OptimizerKind>("muon") == OptimizerKind::Muon);
+}
+
+TEST_CASE("the components after Llama: bad combinations are refused in one line naming the key", "[config]") {
+  auto refused = [](const std::string& yaml) {
+    try {
+      parse_config(yaml, "c.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(refused("model:\n  attention: mla\n  position: rope\n  qk_norm: true\n"),
+             Catch::Contains("model.qk_norm needs model.attention mha, not mla"));
+  CHECK_THAT(refused("model:\n  ffn: moe\n  moe_experts: 2\n  moe_top_k: 3\n"),
+             Catch::Contains("model.moe_top_k (3) exceeds model.moe_experts (2)"));
+  CHECK_THAT(refused("train:\n  optimizer: lion\n"), Catch::Contains("train.optimizer") && Catch::Contains("adamw, adam, muon"));
+  CHECK_THAT(refused("train:\n  warmup_frac: 1.5\n"), Catch::Contains("train.warmup_frac"));
+  CHECK(refused("model:\n  ffn: moe\n  moe_experts: 4\n  moe_top_k: 4\n") == "accepted");
+  CHECK(refused("model:\n  moe_experts: 2\n  moe_top_k: 3\n") == "accepted");  // not read without ffn moe
 }

@@ -78,6 +78,12 @@ TEST_CASE("the inference engine's logits are the module path's, bit for bit, for
       {"NoPE, swish beta 1.5, head dim 16", [](ModelConfig& c) {
          c.position = "none", c.ffn = "swish", c.swish_beta = 1.5, c.n_heads = 2; }},
       {"gelu_tanh, one layer", [](ModelConfig& c) { c.ffn = "gelu_tanh", c.n_layers = 1; }},
+      {"relu2, rope, logits soft-capped at 3", [](ModelConfig& c) {
+         c.ffn = "relu2", c.position = "rope", c.logit_softcap = 3.0; }},
+      {"QK-norm RMSNorm, rope, GQA 4/2", [](ModelConfig& c) {
+         c.qk_norm = true, c.norm = "rmsnorm", c.position = "rope", c.n_kv_heads = 2; }},
+      {"QK-norm LayerNorm, post-norm, learned", [](ModelConfig& c) {
+         c.qk_norm = true, c.norm_placement = NormPlacement::Post, c.position = "learned"; }},
   };
   const auto tokens = random_tokens(30, 29);
   for (const auto& v : variants) {
@@ -133,6 +139,8 @@ TEST_CASE("the engine says why it leaves a model to the modules", "[infer]") {
   CHECK_THAT(why([](ModelConfig& c) { c.position = "alibi"; }), Catch::Contains("position 'alibi' is not one the engine runs"));
   CHECK_THAT(why([](ModelConfig& c) { c.position = "t5_bias"; }), Catch::Contains("position 't5_bias'"));
   CHECK_THAT(why([](ModelConfig& c) { c.n_heads = 8; }), Catch::Contains("head dim 4"));
+  CHECK_THAT(why([](ModelConfig& c) { c.norm_placement = NormPlacement::Sandwich; }),
+             Catch::Contains("norm_placement sandwich is not one the engine runs"));
   {
     FusedKernelsScope off(false);
     CHECK_THAT(why([](ModelConfig&) {}), Catch::Contains("LMX_FUSED_ATTENTION=0"));

@@ -68,6 +68,8 @@ std::optional<Closed> closed_form(const std::string& name, const ActOp& op, doub
   const double k = std::sqrt(2.0 / M_PI), kappa = 0.044715;
   auto sigmoid = [](double z) { return 1.0 / (1.0 + std::exp(-z)); };
   if (name == "relu") return Closed{[](double x) { return x > 0 ? x : 0.0; }, [](double x) { return x > 0 ? 1.0 : 0.0; }};
+  if (name == "relu2")
+    return Closed{[](double x) { return x > 0 ? x * x : 0.0; }, [](double x) { return x > 0 ? 2 * x : 0.0; }};
   if (name == "gelu")
     return Closed{[](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); },
                   [](double x) {

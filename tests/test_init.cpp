@@ -1,5 +1,6 @@
-// model.init: the normal scheme and PyTorch's module defaults (nn.Linear, nn.Embedding,
-// nn.LayerNorm), checked per parameter against the closed-form bounds and moments.
+// model.init: the normal scheme, PyTorch's module defaults (nn.Linear, nn.Embedding,
+// nn.LayerNorm), GPT-2's scaled residual projections and zeroed ones, checked per parameter
+// against the closed-form bounds and moments.
 #include "catch.h"
 
 #include <cmath>
@@ -79,6 +80,33 @@ TEST_CASE("init normal: N(0, init_std²) for matrices and tables, biases 0", "[m
       CHECK(t.eq(0.0).all().item<bool>());
     else
       CHECK(std::abs(t.std().item<double>() - 0.05) < 5 * 0.05 / std::sqrt(2.0 * t.numel()));
+  }
+}
+
+TEST_CASE("init gpt2: residual output projections N(0, (init_std/√(2L))²); zero_proj: zero; the rest as normal",
+          "[model][init]") {
+  for (const std::string scheme : {"gpt2", "zero_proj"}) {
+    ModelConfig m = small_model(scheme);
+    m.init_std = 0.05;
+    m.n_layers = 4;
+    torch::manual_seed(0);
+    ModernLM model(m);
+    const double residual = scheme == "gpt2" ? 0.05 / std::sqrt(8.0) : 0.0;
+    int outputs = 0;
+    for (const auto& p : model->named_parameters()) {
+      INFO(scheme << " " << p.key());
+      const auto& t = p.value();
+      const bool output = ends_with(p.key(), "o_proj.weight") || ends_with(p.key(), "down_proj.weight");
+      if (p.key().find("layernorm") != std::string::npos || p.key().rfind("model.norm.", 0) == 0 || ends_with(p.key(), ".bias"))
+        continue;
+      if (output) ++outputs;
+      const double sd = output ? residual : 0.05;
+      if (sd == 0)
+        CHECK(t.eq(0.0).all().item<bool>());
+      else  // the sample std of n normal draws: within 5 of its standard errors σ/√(2n)
+        CHECK(std::abs(t.std().item<double>() - sd) < 5 * sd / std::sqrt(2.0 * t.numel()));
+    }
+    CHECK(outputs == 8);  // o_proj and down_proj in each of 4 layers
   }
 }
 

@@ -254,3 +254,24 @@ TEST_CASE("T5 bias: one table in layer 0 shared by every layer (t5_shared), or o
     }
   }
 }
+
+TEST_CASE("logit soft-cap: c·tanh(z/c) and its gradient (1 − tanh²(z/c))·dy, closed forms in double", "[model]") {
+  ModelConfig c;
+  c.vocab_size = 13;
+  c.d_model = 16;
+  c.d_ff = 24;
+  c.logit_softcap = 2.5;
+  torch::manual_seed(2);
+  ModernLM model(c);
+  const auto z0 = torch::randn({3, 4, 13}) * 4;
+  auto z = z0.clone().requires_grad_();
+  const auto y = model->soft_cap(z);
+  const auto dy = torch::randn({3, 4, 13});
+  y.backward(dy);
+  const auto zd = z0.to(torch::kFloat64), t = torch::tanh(zd / 2.5);
+  CHECK((y.detach().to(torch::kFloat64) - 2.5 * t).abs().max().item<double>() < 1e-5);
+  CHECK((z.grad().to(torch::kFloat64) - dy.to(torch::kFloat64) * (1 - t * t)).abs().max().item<double>() < 1e-5);
+  torch::NoGradGuard no_grad;  // the in-place path: the same values
+  CHECK(torch::equal(model->soft_cap(z0.clone()), y.detach()));
+  CHECK(y.abs().max().item<float>() < 2.5f);
+}

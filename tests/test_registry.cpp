@@ -1,6 +1,6 @@
 // The component catalog (config/registry.h) and its factories (model/registry.h): the same
 // names in both tables, one Llama row per kind, and a component added from outside lmx's sources
-// in one call (a squared-ReLU FFN, Primer: So et al. 2021), which config validation, the
+// in one call (a cubed-ReLU FFN with a module of its own), which config validation, the
 // parameter arithmetic and the model then take like a built-in one. Also the layering and
 // environment rules that keep such changes in one place: an include that reaches up a layer,
 // or a LibTorch header in util or config, fails cmake/check_layers.cmake, and every LMX_* variable is read through util/env.h and
@@ -33,15 +33,15 @@ using lmx::test::source_path;
 
 namespace {
 
-// W2·relu(W1x)²: a toy FFN defined here, not in src/.
-class SquaredReluFfnImpl : public Ffn {
+// W2·relu(W1x)³: a toy FFN defined here, not in src/ (its own module, not a kernel op).
+class CubedReluFfnImpl : public Ffn {
  public:
-  explicit SquaredReluFfnImpl(const ModelConfig& c) {
+  explicit CubedReluFfnImpl(const ModelConfig& c) {
     const int64_t f = c.ffn_hidden(false);
     up_proj = register_module("up_proj", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, f).bias(c.bias)));
     down_proj = register_module("down_proj", torch::nn::Linear(torch::nn::LinearOptions(f, c.d_model).bias(c.bias)));
   }
-  torch::Tensor forward(const torch::Tensor& x) override { return down_proj(torch::relu(up_proj(x)).square()); }
+  torch::Tensor forward(const torch::Tensor& x) override { return down_proj(torch::relu(up_proj(x)).pow(3)); }
   torch::nn::Linear up_proj{nullptr}, down_proj{nullptr};
 };
 
@@ -72,12 +72,12 @@ TEST_CASE("every catalog row has a factory (a corpus its loaders), in the same o
 }
 
 TEST_CASE("a component added at run time is validated, counted and built like a built-in one", "[registry]") {
-  if (registry::factory_names(registry::Kind::Ffn).back() != "relu2")
-    registry::add_ffn({"relu2", "W2·relu(W1x)² (Primer)", {}},
-                      [](const ModelConfig& c) -> std::shared_ptr<Ffn> { return std::make_shared<SquaredReluFfnImpl>(c); });
-  CHECK(registry::names(registry::Kind::Ffn).back() == "relu2");
-  CHECK_THROWS_WITH(parse_config("model:\n  ffn: relu22\n", "toy.yaml"), Catch::Contains("did you mean 'relu2'?") && Catch::Contains("reglu, relu2"));
-  Config c = parse_config("model:\n  ffn: relu2\n  vocab_size: 11\n  d_model: 16\n  d_ff: 24\n", "toy.yaml");
+  if (registry::factory_names(registry::Kind::Ffn).back() != "relu3")
+    registry::add_ffn({"relu3", "W2·relu(W1x)³", {}},
+                      [](const ModelConfig& c) -> std::shared_ptr<Ffn> { return std::make_shared<CubedReluFfnImpl>(c); });
+  CHECK(registry::names(registry::Kind::Ffn).back() == "relu3");
+  CHECK_THROWS_WITH(parse_config("model:\n  ffn: relu33\n", "toy.yaml"), Catch::Contains("did you mean 'relu3'?") && Catch::Contains("moe, relu3"));
+  Config c = parse_config("model:\n  ffn: relu3\n  vocab_size: 11\n  d_model: 16\n  d_ff: 24\n", "toy.yaml");
   torch::manual_seed(0);
   ModernLM model(c.model);
   int64_t numel = 0;
@@ -87,7 +87,7 @@ TEST_CASE("a component added at run time is validated, counted and built like a 
   const auto logits = model->forward(tokens);
   CHECK(logits.sizes() == torch::IntArrayRef({2, 5, 11}));
   CHECK(torch::isfinite(logits).all().item<bool>());
-  CHECK_THROWS_AS(registry::add(registry::Kind::Ffn, {"relu2", "again", {}}), std::logic_error);
+  CHECK_THROWS_AS(registry::add(registry::Kind::Ffn, {"relu3", "again", {}}), std::logic_error);
 }
 
 TEST_CASE("an include that reaches up a layer, or LibTorch in util or config, fails the layer check", "[registry]") {

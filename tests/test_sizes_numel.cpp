@@ -38,8 +38,10 @@ std::vector<std::vector<std::string>> variants() {
   for (const char* ffn : {"relu", "swiglu"})  // d_ff auto, rounded up to a multiple
     out.push_back({std::string("model.ffn=") + ffn, "model.d_ff=auto", "model.d_ff_plain=40", "model.d_ff_multiple=8"});
   for (const auto& norm : registry::names(Kind::Norm))
-    for (const char* place : {"pre", "post"})
-      out.push_back({"model.norm=" + norm, std::string("model.norm_placement=") + place});
+    for (const auto& place : OptionNames<NormPlacement>::names()) {
+      out.push_back({"model.norm=" + norm, "model.norm_placement=" + place});
+      out.push_back({"model.norm=" + norm, "model.norm_placement=" + place, "model.qk_norm=true", "model.n_kv_heads=2"});
+    }
   for (const char* kv : {"4", "2", "1"})
     for (const char* bias : {"true", "false"})
       out.push_back({std::string("model.n_kv_heads=") + kv, std::string("model.bias=") + bias});

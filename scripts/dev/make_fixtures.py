@@ -13,6 +13,8 @@ keys, model.safetensors with HF's names) and expected.safetensors beside it (sta
 state.logits), the logits from a forward written after transformers' modeling_llama.py
 (rotate_half RoPE with linear scaling, RMSNorm in float32 then cast back, softmax in float32,
 repeat_kv), in float64 elsewhere; tests/test_hf_llama.cpp reads the folder with lmx.
+And tests/fixtures/optim/muon.safetensors: Muon's update (muon.py, in float64) over three steps on a
+wide and a tall matrix, for tests/test_optimizer.cpp.
 Run with Debian's python3-torch (not needed at test time):
     /usr/bin/python3 scripts/dev/make_fixtures.py
 """
@@ -59,6 +61,14 @@ FIXTURES = {
     # MLA without the latent norms (mla_latent_norm false), full-rank queries
     "mla_no_latent_norm": dict(attention="mla", position="rope", mla_kv_rank=8, mla_q_rank=0, mla_rope_dim=4,
                                mla_latent_norm=False, ffn="swiglu", norm="rmsnorm", bias=False),
+    # squared ReLU (Primer) with the final logits soft-capped at 1.5 (Gemma 2's c·tanh(z/c)), RoPE, RMSNorm
+    "relu2_softcap": dict(ffn="relu2", logit_softcap=1.5, position="rope", norm="rmsnorm", bias=False),
+    # the Llama recipe with QK-norm (RMSNorm over each head's q and k before RoPE, as OLMo 2 / Qwen 3)
+    "qk_norm_llama": dict(qk_norm=True, norm="rmsnorm", ffn="swiglu", position="rope", n_kv_heads=2, bias=False),
+    # sandwich norm (Gemma 2: a norm on each sublayer's output too), LayerNorm, with QK-norm, learned positions
+    "sandwich_layernorm": dict(norm_placement="sandwich", qk_norm=True, position="learned"),
+    # mixture of experts (Mixtral's block): 4 SwiGLU experts of width 12, top 2, one shared expert, biases
+    "moe": dict(ffn="moe", d_ff=12, moe_experts=4, moe_top_k=2, moe_shared_experts=1, moe_aux_loss=0.01),
 }
 
 GATED = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}
@@ -77,6 +87,8 @@ def act(name, x, beta):
         return x * torch.sigmoid(x)
     if name == "swish":
         return x * torch.sigmoid(beta * x)
+    if name == "relu2":
+        return F.relu(x) ** 2
     raise ValueError(name)
 
 
@@ -219,6 +231,8 @@ def attention(c, P, prefix, x):
         Hk = c["n_kv_heads"] or H
         q = linear(P, prefix + ".q_proj", x).view(B, T, H, D).transpose(1, 2)
         k = linear(P, prefix + ".k_proj", x).view(B, T, Hk, D).transpose(1, 2)
+        if c.get("qk_norm", False):  # the model's norm over each head's D, before RoPE
+            q, k = norm(c, P, prefix + ".q_norm", q), norm(c, P, prefix + ".k_norm", k)
         v = linear(P, prefix + ".v_proj", x).view(B, T, Hk, D).transpose(1, 2)
         if c["position"] == "rope":
             q, k = rope(c, q), rope(c, k)
@@ -230,7 +244,28 @@ def attention(c, P, prefix, x):
     return linear(P, prefix + ".o_proj", y.transpose(1, 2).reshape(B, T, H * D))
 
 
+def swiglu(P, prefix, x):
+    return linear(P, prefix + ".down_proj", act("silu", linear(P, prefix + ".gate_proj", x), 1.0) *
+                  linear(P, prefix + ".up_proj", x))
+
+
+def moe(c, P, prefix, x):
+    """Hugging Face's MixtralSparseMoeBlock (softmax router, top-k renormalized), every expert run
+    densely and masked, plus DeepSeekMoE's shared experts."""
+    probs = torch.softmax(x @ P[prefix + ".router.weight"].T, -1)
+    top, idx = probs.topk(c["moe_top_k"], -1)
+    w = top / top.sum(-1, keepdim=True)
+    out = torch.zeros_like(x)
+    for e in range(c["moe_experts"]):
+        out = out + (w * (idx == e)).sum(-1, keepdim=True) * swiglu(P, f"{prefix}.experts.{e}", x)
+    for s in range(c["moe_shared_experts"]):
+        out = out + swiglu(P, f"{prefix}.shared_experts.{s}", x)
+    return out
+
+
 def mlp(c, P, prefix, x):
+    if c["ffn"] == "moe":
+        return moe(c, P, prefix, x)
     if c["ffn"] in GATED:
         return linear(P, prefix + ".down_proj",
                       act(GATED[c["ffn"]], linear(P, prefix + ".gate_proj", x), 1.0) * linear(P, prefix + ".up_proj", x))
@@ -251,14 +286,21 @@ def forward(c, P, tokens):
         if c["norm_placement"] == "pre":
             x = x + attention(c, P, p + ".self_attn", norm(c, P, p + ".input_layernorm", x))
             x = x + mlp(c, P, p + ".mlp", norm(c, P, p + ".post_attention_layernorm", x))
+        elif c["norm_placement"] == "sandwich":
+            x = x + norm(c, P, p + ".attn_output_layernorm",
+                         attention(c, P, p + ".self_attn", norm(c, P, p + ".input_layernorm", x)))
+            x = x + norm(c, P, p + ".mlp_output_layernorm",
+                         mlp(c, P, p + ".mlp", norm(c, P, p + ".post_attention_layernorm", x)))
         else:
             x = norm(c, P, p + ".input_layernorm", x + attention(c, P, p + ".self_attn", x))
             x = norm(c, P, p + ".post_attention_layernorm", x + mlp(c, P, p + ".mlp", x))
-    if c["norm_placement"] == "pre":
+    if c["norm_placement"] in ("pre", "sandwich"):
         x = norm(c, P, "model.norm", x)
     head = P["model.embed_tokens.weight"] if c["tie_embeddings"] else P["lm_head.weight"]
     logits = x @ head.T
-    return logits + P["lm_head.bias"] if "lm_head.bias" in P else logits
+    logits = logits + P["lm_head.bias"] if "lm_head.bias" in P else logits
+    cap = c.get("logit_softcap", 0.0)
+    return cap * torch.tanh(logits / cap) if cap > 0 else logits
 
 
 # ---- the parameter shapes, under lmx's names ------------------------------------------------------
@@ -276,10 +318,10 @@ def shapes(c):
         if c["bias"]:
             out.append((name + ".bias", (o,)))
 
-    def nrm(name):
-        out.append((name + ".weight", (C,)))
+    def nrm(name, width=C):
+        out.append((name + ".weight", (width,)))
         if c["norm"] == "layernorm":
-            out.append((name + ".bias", (C,)))
+            out.append((name + ".bias", (width,)))
 
     for i in range(c["n_layers"]):
         a = f"model.layers.{i}.self_attn"
@@ -301,17 +343,32 @@ def shapes(c):
             lin(a + ".k_proj", C, Hk * D)
             lin(a + ".v_proj", C, Hk * D)
         lin(a + ".o_proj", H * D, C)
+        if c.get("qk_norm", False):
+            nrm(a + ".q_norm", D)
+            nrm(a + ".k_norm", D)
         if c["position"] == "t5_bias" and (i == 0 or not c["t5_shared"]):
             out.append((a + ".relative_attention_bias.weight", (c["t5_num_buckets"], H)))
         m = f"model.layers.{i}.mlp"
         F_ = c["d_ff"]
-        if c["ffn"] in GATED:
-            lin(m + ".gate_proj", C, F_)
-        lin(m + ".up_proj", C, F_)
-        lin(m + ".down_proj", F_, C)
+        if c["ffn"] == "moe":
+            out.append((m + ".router.weight", (c["moe_experts"], C)))
+            experts = [f"{m}.experts.{e}" for e in range(c["moe_experts"])]
+            experts += [f"{m}.shared_experts.{s}" for s in range(c["moe_shared_experts"])]
+            for e in experts:
+                lin(e + ".gate_proj", C, F_)
+                lin(e + ".up_proj", C, F_)
+                lin(e + ".down_proj", F_, C)
+        else:
+            if c["ffn"] in GATED:
+                lin(m + ".gate_proj", C, F_)
+            lin(m + ".up_proj", C, F_)
+            lin(m + ".down_proj", F_, C)
         nrm(f"model.layers.{i}.input_layernorm")
         nrm(f"model.layers.{i}.post_attention_layernorm")
-    if c["norm_placement"] == "pre":
+        if c["norm_placement"] == "sandwich":
+            nrm(f"model.layers.{i}.attn_output_layernorm")
+            nrm(f"model.layers.{i}.mlp_output_layernorm")
+    if c["norm_placement"] in ("pre", "sandwich"):
         nrm("model.norm")
     if not c["tie_embeddings"]:
         out.append(("lm_head.weight", (V, C)))
@@ -324,7 +381,8 @@ def random_weights(c, seed):
     g = torch.Generator().manual_seed(seed)
     P = {}
     for name, shape in shapes(c):
-        if "layernorm" in name or name.startswith("model.norm"):  # incl. the MLA latents' norms
+        if "layernorm" in name or name.startswith("model.norm") or ".q_norm." in name or ".k_norm." in name:
+            # incl. the MLA latents' norms and QK-norm
             t = 1 + 0.2 * torch.randn(shape, generator=g) if name.endswith("weight") else 0.2 * torch.randn(shape, generator=g)
         elif name.endswith(".bias"):
             t = 0.2 * torch.randn(shape, generator=g)
@@ -442,6 +500,55 @@ def hf_llama_fixture(tokens):
     print(f"{out}: {sum(v.numel() for v in W.values())} parameters, |logits| max {logits.abs().max():.3f}")
 
 
+# ---- Muon (Jordan et al. 2024, github.com/KellerJordan/Muon muon.py), in float64 -------------------
+
+def zeropower_via_newtonschulz5(G, steps):
+    a, b, c = (3.4445, -4.7750, 2.0315)
+    X = G.clone()
+    if G.size(-2) > G.size(-1):
+        X = X.mT
+    X = X / (X.norm(dim=(-2, -1), keepdim=True) + 1e-7)
+    for _ in range(steps):
+        A = X @ X.mT
+        B = b * A + c * A @ A
+        X = a * X + B @ X
+    if G.size(-2) > G.size(-1):
+        X = X.mT
+    return X
+
+
+def muon_update(grad, momentum, beta, ns_steps):
+    momentum.lerp_(grad, 1 - beta)
+    update = grad.lerp_(momentum, beta)  # nesterov
+    update = zeropower_via_newtonschulz5(update, steps=ns_steps)
+    update *= max(1, grad.size(-2) / grad.size(-1)) ** 0.5
+    return update
+
+
+def muon_fixture():
+    """tests/fixtures/optim/muon.safetensors: a wide and a tall matrix, three steps of gradients, the
+    parameters after each step of muon.py's update (lr 0.02·[1, 0.5, 0.25], weight decay 0.1,
+    β 0.95, 5 iterations), computed in float64 from the float32 inputs."""
+    g = torch.Generator().manual_seed(7)
+    lrs, wd, beta, ns = [0.02, 0.01, 0.005], 0.1, 0.95, 5
+    tensors = []
+    for name, shape in [("wide", (12, 20)), ("tall", (24, 8))]:
+        w = torch.randn(shape, generator=g).float()
+        tensors.append((f"{name}.param", w))
+        p, buf = w.double(), torch.zeros(shape, dtype=torch.float64)
+        for step, lr in enumerate(lrs):
+            grad = torch.randn(shape, generator=g).float()
+            tensors.append((f"{name}.grad{step}", grad))
+            u = muon_update(grad.double(), buf, beta, ns)
+            p = p * (1 - lr * wd) - lr * u
+            tensors.append((f"{name}.after{step}", p.float()))
+    meta = {"lr": ",".join(str(x) for x in lrs), "weight_decay": str(wd), "momentum": str(beta), "ns_steps": str(ns)}
+    os.makedirs(os.path.join(OUT, "optim"), exist_ok=True)
+    path = os.path.join(OUT, "optim", "muon.safetensors")
+    write_safetensors(path, tensors, meta)
+    print(f"{path}: {len(tensors)} tensors")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     g = torch.Generator().manual_seed(0)
@@ -456,6 +563,7 @@ def main():
         write_safetensors(path, tensors, {"lmx_config": to_yaml(c)})
         print(f"{path}: {sum(v.numel() for v in P.values())} parameters, |logits| max {logits.abs().max():.3f}")
     hf_llama_fixture(tokens)
+    muon_fixture()
 
 
 if __name__ == "__main__":

@@ -37,17 +37,18 @@ E parse_option(const std::string& name) {
     return list;                                                  \
   }                                                               \
   template E parse_option<E>(const std::string&);
-LMX_OPTION(NormPlacement, "model.norm_placement", "pre", "post")
+LMX_OPTION(NormPlacement, "model.norm_placement", "pre", "post", "sandwich")
 LMX_OPTION(RopeLayout, "model.rope_layout", "half", "interleaved")
 LMX_OPTION(RopeScaling, "model.rope_scaling", "none", "linear", "ntk", "yarn")
 LMX_OPTION(TiedInit, "model.tied_init", "embedding", "linear")
-LMX_OPTION(InitScheme, "model.init", "normal", "torch_default")
+LMX_OPTION(InitScheme, "model.init", "normal", "torch_default", "gpt2", "zero_proj")
 LMX_OPTION(EmbedScale, "model.embed_scale", "1", "sqrt_d")
 LMX_OPTION(Schedule, "train.schedule", "constant", "cosine", "linear")
 LMX_OPTION(Precision, "train.precision", "fp32", "bf16")
 LMX_OPTION(TokenizerKind, "data.tokenizer", "bytes", "sentencepiece")
 LMX_OPTION(DataLayout, "data.layout", "doc", "packed")
 LMX_OPTION(DeviceKind, "train.device", "cpu", "cuda")
+LMX_OPTION(OptimizerKind, "train.optimizer", "adamw", "adam", "muon")
 #undef LMX_OPTION
 
 int ModelConfig::ffn_hidden(bool gated) const {
@@ -305,6 +306,13 @@ void validate(const Config& cfg) {
     check(rope || m.mla_rope_dim == 0, cfg,
           "model.mla_rope_dim > 0 needs model.position: rope (one position scheme at a time)");
   }
+  check(!m.qk_norm || !latent, cfg, fmt::format("model.qk_norm needs model.attention mha, not {}", m.attention),
+        "MLA normalizes its latents instead (model.mla_latent_norm)");
+  for (const registry::Traits* row : {&registry::ffn(m), &registry::norm(m), &registry::attention(m), &registry::position(m)})
+    if (row->model_check) {
+      const std::string why = row->model_check(m);
+      check(why.empty(), cfg, why);
+    }
   check(m.rope_scaling == RopeScaling::None || rope, cfg,
         fmt::format("model.rope_scaling is {} but model.position is {}", option_name(m.rope_scaling), m.position));
   check(m.rope_scaling == RopeScaling::None || m.rope_factor >= 1, cfg, "model.rope_factor must be >= 1");

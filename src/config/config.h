@@ -15,17 +15,18 @@ namespace lmx {
 // reads and writes; a test checks both. parse_option is for the places a name arrives from
 // outside a config (a CLI flag, a CSV cell): a name outside the list is an InputError naming
 // the key and the valid values.
-enum class NormPlacement { Pre, Post };
+enum class NormPlacement { Pre, Post, Sandwich };
 enum class RopeLayout { Half, Interleaved };
 enum class RopeScaling { None, Linear, Ntk, Yarn };
 enum class TiedInit { Embedding, Linear };
-enum class InitScheme { Normal, TorchDefault };
+enum class InitScheme { Normal, TorchDefault, Gpt2, ZeroProj };
 enum class EmbedScale { One, SqrtD };
 enum class Schedule { Constant, Cosine, Linear };
 enum class Precision { Fp32, Bf16 };
 enum class TokenizerKind { Bytes, SentencePiece };
 enum class DataLayout { Doc, Packed };
 enum class DeviceKind { Cpu, Cuda };
+enum class OptimizerKind { AdamW, Adam, Muon };
 
 // The names of E's values in enum order, and the config key they belong to.
 template <class E>
@@ -57,6 +58,7 @@ LMX_OPTION_DECLARE(Precision)
 LMX_OPTION_DECLARE(TokenizerKind)
 LMX_OPTION_DECLARE(DataLayout)
 LMX_OPTION_DECLARE(DeviceKind)
+LMX_OPTION_DECLARE(OptimizerKind)
 #undef LMX_OPTION_DECLARE
 
 struct ModelConfig {
@@ -72,10 +74,15 @@ struct ModelConfig {
   int d_ff = 256;              // FFN hidden width; 0 = auto (parameter-matched, see below)
   int d_ff_plain = 0;          // auto: width of the plain FFN to match; 0 = 4·d_model
   int d_ff_multiple = 1;       // auto: round d_ff up to a multiple of this (Llama: 256)
+  int moe_experts = 8;         // ffn moe: routed experts E (each a SwiGLU of width d_ff)
+  int moe_top_k = 2;           // ffn moe: experts per token
+  int moe_shared_experts = 0;  // ffn moe: experts every token takes (DeepSeekMoE)
+  double moe_aux_loss = 0.01;  // ffn moe: α of the load-balancing loss (HF Mixtral's), 0 = off
   std::string norm = "layernorm";   // layernorm | rmsnorm
   double norm_eps = 1e-5;           // ε inside the norm
-  NormPlacement norm_placement = NormPlacement::Pre;  // pre (with final norm) | post (2017)
+  NormPlacement norm_placement = NormPlacement::Pre;  // pre (with final norm) | post (2017) | sandwich (pre plus a norm on each sublayer's output)
   std::string attention = "mha";    // mha (MHA/GQA/MQA by n_kv_heads) | mla
+  bool qk_norm = false;        // mha: model.norm over each head's q and k (gains of head_dim), before RoPE
   int mla_kv_rank = 32;        // MLA: rank of the cached KV latent c = W_DKV·x
   int mla_q_rank = 0;          // MLA: rank of the query latent; 0 = full-rank queries
   int mla_rope_dim = 8;        // MLA: per-head width of the decoupled RoPE part (0 = none)
@@ -98,6 +105,7 @@ struct ModelConfig {
   InitScheme init = InitScheme::Normal; // normal: N(0, init_std²) everywhere | torch_default: PyTorch's module defaults (model/init.h)
   double init_std = 0.02;      // init normal: σ of linear and embedding weights
   EmbedScale embed_scale = EmbedScale::One;  // 1 | sqrt_d: token embeddings times √d_model (Vaswani et al. 2017)
+  double logit_softcap = 0;    // > 0: output logits c·tanh(z/c) (Gemma 2's final soft-cap); 0 = off
 
   int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
   int dim_head() const { return head_dim > 0 ? head_dim : (n_heads > 0 ? d_model / n_heads : 0); }
@@ -120,6 +128,14 @@ struct TrainConfig {
   double adam_eps = 1e-8;      // AdamW ε
   double weight_decay = 0.01;  // AdamW decoupled weight decay
   double grad_clip = 1.0;      // clip the global gradient norm to this; 0 = off
+  OptimizerKind optimizer = OptimizerKind::AdamW;  // adamw | adam (L2 decay) | muon (hidden matrices; AdamW for the rest)
+  double muon_lr = 0.02;       // muon: peak learning rate of the hidden matrices (the schedule scales it as lr)
+  double muon_momentum = 0.95; // muon: momentum β (Nesterov)
+  int muon_ns_steps = 5;       // muon: Newton-Schulz iterations
+  double z_loss = 0;           // > 0: adds z_loss·mean(logsumexp(logits)²) to the loss (PaLM); 0 = off
+  double max_tokens = 0;       // > 0: steps = the training targets this budget covers (overrides steps and epochs)
+  double max_time = 0;         // > 0: training seconds; the run ends at the first step past it, the decay runs over it
+  double warmup_frac = 0;      // > 0: warm-up steps = this fraction of the run's steps (overrides warmup_steps)
   int eval_every = 250;        // validation every N steps (and at the end); 0 = only at the end
   int eval_docs = 0;           // validation documents per eval; 0 = the whole split
   int log_every = 50;          // plain log line every N steps when not on a terminal

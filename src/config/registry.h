@@ -26,8 +26,14 @@ struct Traits {
                                //   not per-head K/V projections (no n_kv_heads, no K/V heads to pool)
   bool rotary = false;         // position: rotates queries and keys (even head dims; MLA's decoupled part)
   bool bounded_length = false; // position: no position at or past model.max_seq_len (a table of that length)
-  // position: its parameters in the whole model (null: none), for the arithmetic of model/sizes.h.
+  // position: its parameters in the whole model (null: none); ffn: one layer's (null: its linear
+  // layers, plain or gated), for the arithmetic of model/sizes.h.
   int64_t (*params)(const ModelConfig&) = nullptr;
+  // ffn: the weights one token multiplies in one layer (null: every one; MoE: router, top-k and
+  // shared experts), for the FLOPs of model/sizes.h.
+  int64_t (*active_matmul)(const ModelConfig&) = nullptr;
+  // A model row's own checks of its keys: a message naming the key, or "" when they hold.
+  std::string (*model_check)(const ModelConfig&) = nullptr;
   // The model.* keys only this variant reads: `lmx ablate` moves them with the component.
   std::vector<std::string> keys;
   // corpus (data.kind):

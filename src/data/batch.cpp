@@ -98,6 +98,14 @@ int64_t Batcher::batches_per_epoch() const {
   return std::max<int64_t>(1, n / batch_size_);
 }
 
+double Batcher::targets_per_batch() const {
+  const int64_t n = static_cast<int64_t>(rows_.rows.size());
+  if (n == 0) return 0;
+  int64_t targets = 0;
+  for (const auto& r : rows_.rows) targets += std::max<int64_t>(0, static_cast<int64_t>(r.size()) - 1);
+  return static_cast<double>(targets) / static_cast<double>(n) * static_cast<double>(std::min<int64_t>(n, batch_size_));
+}
+
 Batch Batcher::batch(int64_t step) const {
   const int64_t per_epoch = batches_per_epoch();
   const int64_t epoch = step / per_epoch, index = step % per_epoch;

@@ -54,6 +54,9 @@ class Batcher {
  public:
   Batcher(Rows rows, int batch_size, uint64_t seed, int32_t pad, int rank = 0, int world = 1);
   int64_t batches_per_epoch() const;
+  // The counted targets of a global batch, the split's mean: min(batch_size, rows) times the
+  // mean targets of a row (train.max_tokens' unit).
+  double targets_per_batch() const;
   // The batch for a global step (epoch = step / batches_per_epoch); this rank's slice.
   Batch batch(int64_t step) const;
 

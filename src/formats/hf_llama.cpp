@@ -85,6 +85,10 @@ std::string hf_llama_blocker(const ModelConfig& m) {
   if (!registry::ffn(m).llama) return fmt::format("model.ffn is {} (Llama: {})", m.ffn, llama_name(Kind::Ffn));
   if (!registry::position(m).llama) return fmt::format("model.position is {} (Llama: {})", m.position, llama_name(Kind::Position));
   if (m.bias) return "model.bias is true (Llama: no biases)";
+  if (m.qk_norm) return "model.qk_norm is true (Llama has no QK-norm; lmx exports Llama only, not OLMo 2 or Qwen 3)";
+  if (m.logit_softcap > 0)
+    return fmt::format("model.logit_softcap is {} (Llama has no soft-cap; lmx exports Llama only, not Gemma 2)",
+                       m.logit_softcap);
   if (m.rope_scaling == RopeScaling::Yarn)
     return fmt::format("model.rope_scaling is {} (exported: none, linear, ntk; Hugging Face reads yarn's trained "
                        "length differently across transformers versions)", option_name(m.rope_scaling));

@@ -60,6 +60,7 @@ struct NormW {
 // One block, compiled.
 struct LayerW {
   NormW in, post;  // input_layernorm, post_attention_layernorm
+  std::optional<NormW> qn, kn;  // QK-norm (model.qk_norm), or none
   torch::Tensor wqkv, bqkv, wo, bo;  // q|k|v stacked ((H + 2Hk)·D, C), o (C, H·D)
   bool rope = false;
   // The cache: keys after RoPE transposed, (Hk, D, kt_ld) with kt_ld = ceil8(max_len) (the
@@ -99,6 +100,7 @@ struct Decoder::Impl {
   int64_t kt_ld;              // ceil8(T): the transposed keys' row length
   bool pre_norm;
   float embed_scale;  // 0: none
+  bool softcap = false;  // model.logit_softcap > 0: the module's soft_cap on the logits
   torch::Tensor embed, positions, head_w, head_b;  // positions: (T, C) added, or undefined
   torch::Tensor cos, sin;                          // RoPE (T, D/2), or undefined
   bool interleaved = false;
@@ -136,8 +138,10 @@ std::string Decoder::unsupported(const ModernLM& model) {
     if (!mha->takes_packed(w) || !known_position(mha->position().get()))
       return fmt::format("layer {}'s attention has no fused kernel here (position '{}', head dim {})", i, cfg.position,
                          cfg.dim_head());
-    if (!known_norm(block->input_layernorm.get()) || !known_norm(block->post_attention_layernorm.get()))
+    if (!known_norm(block->input_layernorm.get()) || !known_norm(block->post_attention_layernorm.get()) ||
+        (mha->q_norm && (!known_norm(mha->q_norm.get()) || !known_norm(mha->k_norm.get()))))
       return fmt::format("norm '{}' is not one the engine runs (layernorm, rmsnorm)", cfg.norm);
+    if (block->sandwich()) return "norm_placement sandwich is not one the engine runs (pre, post)";
     if (!known_ffn(block->mlp.get())) return fmt::format("FFN '{}' is not one the engine runs", cfg.ffn);
   }
   return "";
@@ -157,6 +161,7 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
   m.head_w = own(model->head_weight());
   if (model->head_bias().defined()) m.head_b = own(model->head_bias());
   m.embed_scale = static_cast<float>(model->embedding_scale());
+  m.softcap = cfg.logit_softcap > 0;
   const auto position = model->position();
   if (Rotary* rope = position->rotary()) {
     auto [cos, sin] = rope->tables(max_len, torch::kCPU);
@@ -176,6 +181,7 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
     L.wqkv = own(torch::cat({attn.q_proj->weight, attn.k_proj->weight, attn.v_proj->weight}, 0));
     if (attn.q_proj->bias.defined())
       L.bqkv = own(torch::cat({attn.q_proj->bias, attn.k_proj->bias, attn.v_proj->bias}, 0));
+    if (attn.q_norm) L.qn.emplace(attn.q_norm), L.kn.emplace(attn.k_norm);
     L.wo = own(attn.o_proj->weight);
     if (attn.o_proj->bias.defined()) L.bo = own(attn.o_proj->bias);
     L.rope = m.cos.defined();
@@ -267,6 +273,12 @@ void Decoder::Impl::rotate(const float* in, int64_t pos, float* out) const {
 // the cache; the fused kernel over the pos + 1 cached rows of each KV head; the output GEMM.
 void Decoder::Impl::attention(LayerW& L, const float* in, int64_t pos, float* out) {
   linear(in, L.wqkv, L.bqkv, qkv.data());
+  if (L.qn) {  // QK-norm: each query head, then each key head, in place (the module's h = x)
+    for (int64_t r = 0; r < H + Hk; ++r) {
+      float* row = qkv.data() + r * D;
+      (r < H ? *L.qn : *L.kn)(row, nullptr, row, row, stats.data(), D);
+    }
+  }
   const float* qk = qkv.data();
   float* kt = ptr(L.kt);
   float* vc = ptr(L.v);
@@ -344,6 +356,7 @@ const float* Decoder::Impl::run(int64_t token) {
     out = ns;
   }
   linear(out, head_w, head_b, logits.data());
+  if (softcap) model->soft_cap(torch::from_blob(logits.data(), {V}));  // the module's ops, in place
   ++length;
   return logits.data();
 }

@@ -80,7 +80,7 @@ using BackwardFn = void (*)(const BackwardArgs&, const AttnShape&, float* scratc
 // Custom: an activation of a program's own (an FFN row added outside lmx's sources, model/
 // registry.h): φ(x) and φ'(x) as scalar functions of x and β, which the kernels apply a lane at
 // a time (slower than the built-ins' vector arithmetic; the same values on every variant).
-enum class ActKind : int32_t { Relu, Gelu, GeluTanh, Silu, Swish, Custom };
+enum class ActKind : int32_t { Relu, Gelu, GeluTanh, Silu, Swish, Relu2, Custom };
 struct CustomAct {
   float (*phi)(float x, float beta);
   float (*grad)(float x, float beta);  // φ'(x)

@@ -86,6 +86,7 @@ double act(const ActOp& op, double x) {
     }
     case ActKind::Silu: return x * sigmoid(x);
     case ActKind::Swish: return x * sigmoid(op.beta * x);
+    case ActKind::Relu2: return x > 0 ? x * x : 0.0;
     case ActKind::Custom: return op.custom->phi(static_cast<float>(x), op.beta);  // its own scalar function
   }
   return NAN;
@@ -103,6 +104,7 @@ double act_grad(const ActOp& op, double x) {
       const double b = op.kind == ActKind::Silu ? 1.0 : op.beta, sg = sigmoid(b * x);
       return sg + b * x * sg * (1.0 - sg);
     }
+    case ActKind::Relu2: return x > 0 ? 2.0 * x : 0.0;
     case ActKind::Custom: return op.custom->grad(static_cast<float>(x), op.beta);
   }
   return NAN;

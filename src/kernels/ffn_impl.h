@@ -132,6 +132,22 @@ struct ReluOp : NoKeep {
   }
 };
 
+// Squared ReLU (Primer, So et al. 2021): r·r with r = relu(x), as LibTorch's relu(x).square();
+// φ' = 2x for x > 0, else 0.
+struct Relu2Op : NoKeep {
+  template <class V>
+  V phi(V x) const {
+    const V zero{};
+    const V r = x < zero ? zero : x;
+    return r * r;
+  }
+  template <class V>
+  V grad(V x, V dy) const {
+    const V zero{};
+    return x > zero ? dy * (x + x) : zero;
+  }
+};
+
 // f(lanes, i) over [0, n) with the widest lanes first (vec.h's Lanes16, Lanes8, Lanes1):
 // every loop below takes the same lanes, so each element's arithmetic is the same.
 template <class F>
@@ -286,6 +302,7 @@ static inline __attribute__((always_inline)) void with_op(const ActOp& act, F&& 
     case ActKind::GeluTanh: return f(GeluTanhOp{});
     case ActKind::Silu: return f(SiluOp{});
     case ActKind::Swish: return f(SwishOp{{}, act.beta});
+    case ActKind::Relu2: return f(Relu2Op{});
     case ActKind::Custom: return f(CustomOp{{}, act.custom, act.beta});
   }
 }

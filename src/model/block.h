@@ -1,8 +1,10 @@
 // One Transformer block: attention then FFN, each with a residual and a norm.
 //   pre  (GPT-2 / Llama):  x ← x + f(N(x))   (the model adds a final norm)
 //   post (2017 original):  x ← N(x + f(x))
+//   sandwich (Gemma 2):    x ← x + N'(f(N(x)))  (the model adds a final norm)
 // Parameter names (HF Llama): self_attn.*, mlp.*, input_layernorm (the norm around the
-// attention), post_attention_layernorm (the norm around the FFN), for both placements.
+// attention), post_attention_layernorm (the norm around the FFN), for every placement;
+// sandwich's output norms attn_output_layernorm and mlp_output_layernorm.
 #pragma once
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -19,11 +21,13 @@
 
 namespace lmx {
 
-// A block's four parts, built by the registry's factories (model/lm.cpp builds them in this order).
+// A block's parts, built by the registry's factories (model/lm.cpp builds them in this order);
+// the output norms with sandwich placement only.
 struct BlockParts {
   std::shared_ptr<Attention> self_attn;
   std::shared_ptr<Ffn> mlp;
   std::shared_ptr<Norm> input_layernorm, post_attention_layernorm;
+  std::shared_ptr<Norm> attn_output_layernorm, mlp_output_layernorm;
 };
 
 class BlockImpl : public torch::nn::Module {
@@ -42,7 +46,9 @@ class BlockImpl : public torch::nn::Module {
   std::shared_ptr<Attention> self_attn;
   std::shared_ptr<Ffn> mlp;
   std::shared_ptr<Norm> input_layernorm, post_attention_layernorm;
+  std::shared_ptr<Norm> attn_output_layernorm, mlp_output_layernorm;  // sandwich, else null
   bool pre_norm() const { return pre_norm_; }
+  bool sandwich() const { return attn_output_layernorm != nullptr; }
 
  private:
   bool pre_norm_;

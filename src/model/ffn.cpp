@@ -26,6 +26,7 @@ torch::Tensor activate(const kernels::ActOp& op, const torch::Tensor& x, double 
     case Activation::GeluTanh: return torch::gelu(x, /*approximate=*/"tanh");  // 0.5x(1+tanh(√(2/π)(x+0.044715x³)))
     case Activation::Silu: return torch::silu(x);  // x·σ(x)
     case Activation::Swish: return x * torch::sigmoid(swish_beta * x);  // x·σ(βx)
+    case Activation::Relu2: return torch::relu(x).square();  // relu(x)² (Primer)
     case Activation::Custom:
       if (!x.device().is_cpu())
         throw InputError("an FFN activation of a program's own runs on the CPU's fused kernels only",

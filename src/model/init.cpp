@@ -1,5 +1,6 @@
 #include "model/init.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/norm.h"
@@ -19,12 +20,24 @@ bool is_table(const std::string& name) {
   return ends_with("embed_tokens") || ends_with("embed_positions") || ends_with("relative_attention_bias");
 }
 
+// A residual branch's output projection (attention's o_proj, the FFN's down_proj): the weights
+// gpt2 scales and zero_proj zeroes.
+bool is_residual_output(const std::string& name) {
+  auto ends_with = [&](const std::string& s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends_with(".o_proj") || ends_with(".down_proj");
+}
+
 }  // namespace
 
 void init_weights(torch::nn::Module& model, const ModelConfig& cfg) {
   torch::NoGradGuard no_grad;
   const bool torch_default = cfg.init == InitScheme::TorchDefault;
   const bool tied_linear = cfg.tie_embeddings && cfg.tied_init == TiedInit::Linear;
+  // gpt2: the residual outputs at σ/√(2L) (two branches per layer add to the stream)
+  const double residual_std =
+      cfg.init == InitScheme::Gpt2 ? cfg.init_std / std::sqrt(2.0 * std::max(1, cfg.n_layers)) : cfg.init_std;
   auto visit = [&](const std::string& name, torch::nn::Module& m) {
     const bool is_norm = dynamic_cast<Norm*>(&m) != nullptr;
     auto params = m.named_parameters(/*recurse=*/false);
@@ -36,8 +49,10 @@ void init_weights(torch::nn::Module& model, const ModelConfig& cfg) {
       const bool is_bias = p.key() == "bias";
       if (is_norm)
         p.value().fill_(is_bias ? 0.0 : 1.0);
+      else if (!torch_default && is_residual_output(name) && !is_bias && cfg.init == InitScheme::ZeroProj)
+        p.value().zero_();
       else if (!torch_default)
-        is_bias ? p.value().zero_() : p.value().normal_(0.0, cfg.init_std);
+        is_bias ? p.value().zero_() : p.value().normal_(0.0, is_residual_output(name) ? residual_std : cfg.init_std);
       else if (is_table(name) && !(tied_linear && name == "model.embed_tokens"))
         p.value().normal_(0.0, 1.0);
       else

@@ -18,6 +18,11 @@ namespace lmx {
 //                  a linear layer of fan_in d_model; tied, the shared matrix gets the
 //                  embedding's N(0, 1) (tied_init embedding) or the head's U(±1/√d_model)
 //                  (tied_init linear), and the head's bias is drawn as a linear layer's.
+//   gpt2           normal, but each residual branch's output projection (o_proj, down_proj)
+//                  N(0, (init_std/√(2·n_layers))²) (GPT-2: "scale the weights of residual
+//                  layers at initialization by 1/√N", N the residual layers).
+//   zero_proj      normal, but those output projections zero (modded-nanogpt): every block
+//                  starts as the identity.
 // Uses torch's global generator: seed it with torch::manual_seed.
 void init_weights(torch::nn::Module& model, const ModelConfig& cfg);
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <torch/autograd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -9,6 +11,7 @@
 #include <tuple>
 
 #include "config/registry.h"
+#include "kernels/parallel.h"
 #include "model/attention/attention.h"
 #include "model/block.h"
 #include "model/embedding.h"
@@ -80,8 +83,13 @@ ModernLMImpl::ModernLMImpl(const ModelConfig& cfg) : cfg_(cfg), parts_(std::make
     // and every layer reads.
     auto layer_position = p.position->per_layer() && !p.position->shared_by_layers() ? make_position(cfg) : p.position;
     // Built in this order (each construction draws from the RNG): attention, FFN, the two norms.
-    BlockParts parts{make_attention(cfg, layer_position), make_ffn(cfg), make_norm(cfg, cfg.d_model),
-                     make_norm(cfg, cfg.d_model)};
+    BlockParts parts;
+    parts.self_attn = make_attention(cfg, layer_position);
+    parts.mlp = make_ffn(cfg);
+    parts.input_layernorm = make_norm(cfg, cfg.d_model);
+    parts.post_attention_layernorm = make_norm(cfg, cfg.d_model);
+    if (block_options(cfg).sandwich)
+      parts.attn_output_layernorm = make_norm(cfg, cfg.d_model), parts.mlp_output_layernorm = make_norm(cfg, cfg.d_model);
     auto block = std::make_shared<BlockImpl>(block_options(cfg), std::move(parts));
     layers->push_back(block);
     p.layers.push_back(block);
@@ -138,7 +146,46 @@ torch::Tensor ModernLMImpl::run(const torch::Tensor& tokens, KVCache* cache, con
   if (keep_stream) last_stream = stream.detach();
   x = out;
   if (cache) cache->length += tokens.size(1);
-  return p.lm_head->forward(x);  // (B, T, V)
+  return soft_cap(p.lm_head->forward(x));  // (B, T, V)
+}
+
+namespace {
+
+// c·tanh(z/c) as one autograd op: LibTorch's div, tanh and mul forward (the values of the
+// in-place path below), and one pass backward, dz = dy·(1 − t²) with t = tanh(z/c) kept (the
+// three ops' own backward took three passes; the step cost of model.logit_softcap, measured by
+// lmx bench on the Llama preset, went from +20% to a few percent).
+class SoftCapFn : public torch::autograd::Function<SoftCapFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& z, double c) {
+    auto t = torch::tanh(z / c);
+    ctx->save_for_backward({t});
+    return t * c;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto t = ctx->get_saved_variables()[0];
+    if (t.scalar_type() != torch::kFloat32 || !t.device().is_cpu()) return {grads[0] * (1 - t * t), torch::Tensor()};
+    const auto dy = grads[0].contiguous();
+    auto dz = torch::empty_like(t);
+    const float* pt = t.data_ptr<float>();
+    const float* pdy = dy.data_ptr<float>();
+    float* pdz = dz.data_ptr<float>();
+    kernels::parallel_for(t.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) pdz[i] = pdy[i] * (1.0f - pt[i] * pt[i]);
+    });
+    return {dz, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor ModernLMImpl::soft_cap(torch::Tensor logits) const {
+  const double c = cfg_.logit_softcap;
+  if (!(c > 0)) return logits;
+  // c·tanh(z/c) (Gemma 2's final_logit_softcapping), three ops as Hugging Face's Gemma 2 runs them
+  if (logits.requires_grad()) return SoftCapFn::apply(logits.contiguous(), c);
+  return logits.div_(c).tanh_().mul_(c);  // the same ops in place (lmx generate, the decoding engine)
 }
 
 std::shared_ptr<Attention> ModernLMImpl::attention(int64_t layer) const { return parts_->layers.at(layer)->self_attn; }

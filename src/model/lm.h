@@ -88,6 +88,9 @@ class ModernLMImpl : public torch::nn::Module {
   torch::Tensor head_bias() const;
   // What the token embeddings are multiplied by: √C with model.embed_scale sqrt_d; 0 for none.
   double embedding_scale() const;
+  // The head's logits as the model outputs them: c·tanh(z/c) with model.logit_softcap c > 0, else
+  // unchanged (in place where they need no gradient).
+  torch::Tensor soft_cap(torch::Tensor logits) const;
 
   // Probe: with keep_stream set, forward keeps the residual stream after the last block
   // (what the final norm of a pre-norm model, or the head of a post-norm one, reads) and the

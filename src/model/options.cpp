@@ -44,7 +44,7 @@ FfnOptions ffn_options(const ModelConfig& cfg, bool gated) {
 }
 
 BlockOptions block_options(const ModelConfig& cfg) {
-  return {cfg.norm_placement == NormPlacement::Pre};
+  return {cfg.norm_placement != NormPlacement::Post, cfg.norm_placement == NormPlacement::Sandwich};
 }
 
 }  // namespace lmx

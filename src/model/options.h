@@ -48,6 +48,7 @@ struct FfnOptions {
 // One block (model/block.h): where its norms sit.
 struct BlockOptions {
   bool pre_norm = true;  // x + f(N(x)) with a final norm; false: N(x + f(x)) (2017)
+  bool sandwich = false; // pre_norm with a norm on each sublayer's output: x + N'(f(N(x)))
 };
 
 RopeOptions rope_options(const ModelConfig& cfg, int64_t dim);

@@ -7,6 +7,7 @@
 
 #include "model/attention/attention.h"
 #include "model/ffn.h"
+#include "model/moe.h"
 #include "model/norm.h"
 #include "model/options.h"
 #include "model/position/absolute.h"
@@ -153,6 +154,32 @@ Traits rope_traits() {
   return t;
 }
 
+// The MoE FFN's row: E routed SwiGLU experts of width d_ff (gated: d_ff auto is a gated width),
+// top-k of them and the shared ones per token, a C -> E router.
+int64_t moe_expert_params(const ModelConfig& c) {
+  const int64_t C = c.d_model, F = c.ffn_hidden(true);
+  return size_add(size_mul(3, size_mul(C, F)), c.bias ? size_add(size_mul(2, F), C) : 0);
+}
+Traits moe_traits() {
+  Traits t = gated();
+  t.params = [](const ModelConfig& c) {
+    return size_add(size_mul(c.d_model, c.moe_experts),
+                    size_mul(moe_expert_params(c), static_cast<int64_t>(c.moe_experts) + c.moe_shared_experts));
+  };
+  t.active_matmul = [](const ModelConfig& c) {
+    return size_add(size_mul(c.d_model, c.moe_experts),
+                    size_mul(size_mul(3, size_mul(c.d_model, c.ffn_hidden(true))),
+                             static_cast<int64_t>(c.moe_top_k) + c.moe_shared_experts));
+  };
+  t.model_check = [](const ModelConfig& c) -> std::string {
+    if (c.moe_top_k > c.moe_experts)
+      return fmt::format("model.moe_top_k ({}) exceeds model.moe_experts ({})", c.moe_top_k, c.moe_experts);
+    return "";
+  };
+  t.keys = {"model.moe_experts", "model.moe_top_k", "model.moe_shared_experts", "model.moe_aux_loss"};
+  return t;
+}
+
 // The FFN rows: each an activation the fused kernels run (kernels::ActKind), plain or gated.
 struct FfnRow {
   Entry entry;
@@ -164,6 +191,7 @@ const std::vector<FfnRow> kFfns = {
     {{"gelu_tanh", "W2·gelu(W1x), tanh approximation",            {}},              Activation::GeluTanh},
     {{"silu",      "W2·silu(W1x), x·σ(x)",                        {}},              Activation::Silu},
     {{"swish",     "W2·swish(W1x), x·σ(βx) with model.swish_beta", {}},              Activation::Swish},
+    {{"relu2",     "W2·relu(W1x)², squared ReLU (Primer)",        {}},              Activation::Relu2},
     {{"swiglu",    "W2·(silu(W1x) ⊙ W3x)",                        llama(gated())},  Activation::Silu},
     {{"geglu",     "W2·(gelu(W1x) ⊙ W3x)",                        gated()},         Activation::Gelu},
     {{"reglu",     "W2·(relu(W1x) ⊙ W3x)",                        gated()},         Activation::Relu},
@@ -179,7 +207,9 @@ const std::vector<Row<NormMake>> kNorms = {
 const std::vector<Row<AttentionMake>> kAttentions = {
     {{"mha", "multi-head attention; GQA/MQA by n_kv_heads", llama({})},
      [](const ModelConfig& c, std::shared_ptr<Position> p) -> std::shared_ptr<Attention> {
-       return std::make_shared<MultiHeadAttentionImpl>(attention_options(c), std::move(p)); }},
+       if (!c.qk_norm) return std::make_shared<MultiHeadAttentionImpl>(attention_options(c), std::move(p));
+       return std::make_shared<MultiHeadAttentionImpl>(attention_options(c), std::move(p), make_norm(c, c.dim_head()),
+                                                       make_norm(c, c.dim_head())); }},
     {{"mla", "multi-head latent attention (DeepSeek-V2)",   latent()},
      [](const ModelConfig& c, std::shared_ptr<Position> p) -> std::shared_ptr<Attention> {
        return std::make_shared<MultiHeadLatentAttentionImpl>(mla_options(c), std::move(p)); }},
@@ -207,6 +237,8 @@ const std::vector<Row<PositionMake>> kPositions = {
 // used by every program that builds a model (make_ffn and friends).
 [[maybe_unused]] const bool kBuiltinsAdded = [] {
   for (const auto& r : kFfns) add_ffn(r.entry, kernels::ActOp{r.act});
+  add_ffn({"moe", "Σ top-k w_e·SwiGLU_e(x) (+ shared experts): mixture of experts (Mixtral)", moe_traits()},
+          [](const ModelConfig& c) -> std::shared_ptr<Ffn> { return std::make_shared<MoeFfnImpl>(c); });
   for (const auto& r : kNorms) add_norm(r.entry, r.make);
   for (const auto& r : kAttentions) add_attention(r.entry, r.make);
   for (const auto& r : kPositions) add_position(r.entry, r.make);

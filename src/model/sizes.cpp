@@ -6,7 +6,8 @@
 //                  W_UV), out H·D→C (DeepSeek-V2's projections), with mla_latent_norm an
 //                  RMSNorm scale on each latent (Rkv, and Rq with a query latent)
 //   ffn plain: up C→F, down F→C; gated: gate C→F, up C→F, down F→C
-//   norm: layernorm γ and β, rmsnorm γ; two per block, plus a final one with pre-norm
+//   norm: layernorm γ and β, rmsnorm γ; two per block (sandwich: four), plus a final one with
+//         pre-norm and sandwich; with qk_norm two more of head_dim in each attention
 #include "model/sizes.h"
 
 #include <fmt/format.h>
@@ -113,9 +114,14 @@ ParamCounts count_params(const ModelConfig& cfg) {
   for (const auto& l : attention_linears(cfg)) p.attention_per_layer = size_add(p.attention_per_layer, linear_params(l, cfg.bias));
   if (registry::attention(cfg).latent && cfg.mla_latent_norm)  // RMSNorm scales on the latents
     p.attention_per_layer = size_add(p.attention_per_layer, cfg.mla_kv_rank + (cfg.mla_q_rank > 0 ? cfg.mla_q_rank : 0));
-  for (const auto& l : ffn_linears(cfg)) p.ffn_per_layer = size_add(p.ffn_per_layer, linear_params(l, cfg.bias));
-  p.norms_per_layer = 2 * norm_params(cfg, C);
-  p.final_norm = cfg.norm_placement == NormPlacement::Pre ? norm_params(cfg, C) : 0;
+  if (const auto params = registry::ffn(cfg).params)
+    p.ffn_per_layer = params(cfg);
+  else
+    for (const auto& l : ffn_linears(cfg)) p.ffn_per_layer = size_add(p.ffn_per_layer, linear_params(l, cfg.bias));
+  if (cfg.qk_norm)  // one norm of head_dim for the queries, one for the keys
+    p.attention_per_layer = size_add(p.attention_per_layer, 2 * norm_params(cfg, cfg.dim_head()));
+  p.norms_per_layer = (cfg.norm_placement == NormPlacement::Sandwich ? 4 : 2) * norm_params(cfg, C);
+  p.final_norm = cfg.norm_placement != NormPlacement::Post ? norm_params(cfg, C) : 0;
   p.head = (cfg.tie_embeddings ? 0 : p.embedding) + (cfg.bias ? V : 0);
   return p;
 }
@@ -134,7 +140,10 @@ int64_t matmul_params(const ModelConfig& cfg) {
   require_vocab(cfg);
   int64_t per_layer = 0;
   for (const auto& l : attention_linears(cfg)) per_layer = size_add(per_layer, linear_params(l, false));
-  for (const auto& l : ffn_linears(cfg)) per_layer = size_add(per_layer, linear_params(l, false));
+  if (const auto active = registry::ffn(cfg).active_matmul)
+    per_layer = size_add(per_layer, active(cfg));
+  else
+    for (const auto& l : ffn_linears(cfg)) per_layer = size_add(per_layer, linear_params(l, false));
   return size_add(size_mul(per_layer, cfg.n_layers), size_mul(cfg.vocab_size, cfg.d_model));
 }
 

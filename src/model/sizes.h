@@ -24,10 +24,10 @@ int64_t size_add(int64_t a, int64_t b);
 struct ParamCounts {
   int64_t embedding = 0;             // token embeddings V·C
   int64_t position = 0;              // learned: max_seq_len·C; t5_bias: buckets·H per layer; else 0
-  int64_t attention_per_layer = 0;   // projections (+ biases)
+  int64_t attention_per_layer = 0;   // projections (+ biases, MLA's latent norms, QK-norm gains)
   int64_t ffn_per_layer = 0;         // plain 2·C·F, gated 3·C·F (+ biases)
-  int64_t norms_per_layer = 0;       // the block's two norms
-  int64_t final_norm = 0;            // pre-norm only
+  int64_t norms_per_layer = 0;       // the block's two norms (sandwich: four)
+  int64_t final_norm = 0;            // pre-norm and sandwich
   int64_t head = 0;                  // untied: V·C (+ V bias); tied: the bias only, if any
   int64_t n_layers = 0;
 
@@ -85,8 +85,9 @@ struct ForwardFlops {
 // Requires cfg.vocab_size > 0 and seq_len >= 1 (throws InputError otherwise).
 ForwardFlops forward_flops(const ModelConfig& cfg, int64_t seq_len);
 
-// Weights of the linear layers (matrices only, output head included even when tied): the N
-// of the "2·N FLOPs per token" rule.
+// Weights of the linear layers (matrices only, output head included even when tied) one token
+// multiplies (an MoE FFN: its router, top-k and shared experts): the N of the "2·N FLOPs per
+// token" rule.
 int64_t matmul_params(const ModelConfig& cfg);
 
 // "MHA", "GQA", "MQA" (by n_kv_heads) or "MLA".

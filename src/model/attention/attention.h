@@ -21,6 +21,7 @@
 namespace lmx {
 
 class RMSNormImpl;
+class Norm;
 
 // The attention kind: x (B, T, C) -> (B, T, C).
 class Attention : public torch::nn::Module {
@@ -54,9 +55,12 @@ torch::Tensor append_to_cache(std::vector<torch::Tensor>* cache, size_t slot, co
 
 // Multi-head attention; grouped-query (GQA) when Hk < H, multi-query (MQA) when Hk = 1.
 // Query head h reads KV head h / (H / Hk). Cache: [k (B, Hk, Tk, D) after RoPE, v (B, Hk, Tk, D)].
+// QK-norm (q_norm and k_norm given, model.qk_norm): each head's q and k through a norm of
+// width D (one for the queries, one for the keys) before RoPE, on every path.
 class MultiHeadAttentionImpl : public Attention {
  public:
-  MultiHeadAttentionImpl(const AttentionOptions& o, std::shared_ptr<Position> position);
+  MultiHeadAttentionImpl(const AttentionOptions& o, std::shared_ptr<Position> position,
+                         std::shared_ptr<Norm> q_norm = nullptr, std::shared_ptr<Norm> k_norm = nullptr);
   torch::Tensor forward(const torch::Tensor& x, int64_t start, std::vector<torch::Tensor>* cache) override;
   // The fused kernel's case: rotate-only positions (NoPE, absolute, RoPE over the whole head).
   bool takes_packed(const torch::Tensor& x) const override;
@@ -64,9 +68,10 @@ class MultiHeadAttentionImpl : public Attention {
   int64_t cached_per_token() const override { return 2 * n_kv_heads_ * head_dim_; }
 
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  std::shared_ptr<Norm> q_norm, k_norm;  // QK-norm, or null
 
  private:
-  torch::Tensor qkv(const torch::Tensor& x);  // (B, T, H + 2Hk, D), one GEMM
+  torch::Tensor qkv(const torch::Tensor& x);  // (B, T, H + 2Hk, D), one GEMM (then QK-norm)
   bool rotate_only() const;
   int64_t n_heads_, n_kv_heads_, head_dim_;
 };

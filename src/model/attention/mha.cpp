@@ -7,16 +7,22 @@
 #include "kernels/fused_attention.h"
 #include "model/attention/attention.h"
 #include "model/linear.h"
+#include "model/norm.h"
 
 namespace lmx {
 
-MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o, std::shared_ptr<Position> position)
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o, std::shared_ptr<Position> position,
+                                               std::shared_ptr<Norm> qn, std::shared_ptr<Norm> kn)
     : n_heads_(o.n_heads), n_kv_heads_(o.n_kv_heads), head_dim_(o.head_dim) {
   const int64_t C = o.d_model, H = n_heads_, Hk = n_kv_heads_, D = head_dim_;
   q_proj = register_module("q_proj", make_linear(C, H * D, /*with_bias=*/o.bias));
   k_proj = register_module("k_proj", make_linear(C, Hk * D, /*with_bias=*/o.bias));
   v_proj = register_module("v_proj", make_linear(C, Hk * D, /*with_bias=*/o.bias));
   o_proj = register_module("o_proj", make_linear(H * D, C, /*with_bias=*/o.bias));
+  if (qn && kn) {
+    q_norm = register_module("q_norm", std::move(qn));
+    k_norm = register_module("k_norm", std::move(kn));
+  }
   attach_position(std::move(position));
 }
 
@@ -28,7 +34,11 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o, std::s
 torch::Tensor MultiHeadAttentionImpl::qkv(const torch::Tensor& x) {
   auto w = torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}, 0);  // ((H + 2Hk)·D, C)
   auto b = q_proj->bias.defined() ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : torch::Tensor();
-  return linear_2d(x, w, b).view({x.size(0), x.size(1), n_heads_ + 2 * n_kv_heads_, head_dim_});
+  auto out = linear_2d(x, w, b).view({x.size(0), x.size(1), n_heads_ + 2 * n_kv_heads_, head_dim_});
+  if (!q_norm) return out;
+  const int64_t H = n_heads_, Hk = n_kv_heads_;
+  return torch::cat({q_norm->forward(out.narrow(2, 0, H)), k_norm->forward(out.narrow(2, H, Hk)),
+                     out.narrow(2, H + Hk, Hk)}, 2);
 }
 
 bool MultiHeadAttentionImpl::rotate_only() const {
