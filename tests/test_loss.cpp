@@ -1,7 +1,8 @@
 // The fused cross-entropy (model/loss.h) against LibTorch's cross_entropy: loss and logits
 // gradient, mean and sum, vocabularies with and without a tail past the 8-float vectors,
 // ignored targets, and every target ignored. The fused token embedding (model/embedding.h)
-// against torch::embedding: the same rows, and bit for bit the same weight gradient.
+// against torch::embedding: the same rows, and bit for bit the same weight gradient. PaLM's
+// z-loss term (train/trainer.h) against its closed form in double loops.
 #include "catch.h"
 
 #include <torch/nn/functional/loss.h>
@@ -12,6 +13,7 @@
 #include "kernels/fused_attention.h"
 #include "model/embedding.h"
 #include "model/loss.h"
+#include "train/trainer.h"
 #include "util/error.h"
 
 using namespace lmx;
@@ -104,5 +106,39 @@ TEST_CASE("fused token embedding: torch::embedding's rows and, bit for bit, its 
   SECTION("a token outside the vocabulary: an input error naming it") {
     CHECK_THROWS_AS(embed_tokens(torch::randn({4, 8}), torch::tensor({{1, 4}}, torch::kInt64)), InputError);
     CHECK_THROWS_AS(embed_tokens(torch::randn({4, 8}), torch::tensor({{-1, 2}}, torch::kInt64)), InputError);
+  }
+}
+
+TEST_CASE("z-loss: the mean (or sum) over counted targets of logsumexp², and its gradient 2·lse·softmax", "[model][loss]") {
+  torch::manual_seed(4);
+  const int64_t N = 6, V = 11;
+  const auto logits0 = torch::randn({N, V}) * 3;
+  const auto targets = torch::tensor({1, -100, 4, 10, -100, 0}, torch::kInt64);
+  auto l64 = logits0.to(torch::kFloat64).contiguous();
+  const double* z = l64.data_ptr<double>();
+  double sum = 0;
+  std::vector<double> lse(N);
+  for (int64_t i = 0; i < N; ++i) {
+    double m = z[i * V];
+    for (int64_t j = 1; j < V; ++j) m = std::max(m, z[i * V + j]);
+    double s = 0;
+    for (int64_t j = 0; j < V; ++j) s += std::exp(z[i * V + j] - m);
+    lse[i] = m + std::log(s);
+    if (targets[i].item<int64_t>() != -100) sum += lse[i] * lse[i];
+  }
+  for (bool summed : {false, true}) {
+    INFO("sum " << summed);
+    auto logits = logits0.clone().requires_grad_();
+    const auto term = z_loss_term(logits, targets, -100, summed);
+    const double want = summed ? sum : sum / 4;
+    CHECK(term.item<double>() == Approx(want).epsilon(1e-6));
+    term.backward();
+    const auto g = logits.grad().to(torch::kFloat64).contiguous();
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < V; ++j) {
+        const bool counted = targets[i].item<int64_t>() != -100;
+        const double d = counted ? 2 * lse[i] * std::exp(z[i * V + j] - lse[i]) / (summed ? 1 : 4) : 0.0;
+        CHECK(std::fabs(g.data_ptr<double>()[i * V + j] - d) <= 1e-5 * (1 + std::fabs(d)));
+      }
   }
 }

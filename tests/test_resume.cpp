@@ -182,3 +182,33 @@ TEST_CASE("resume after a kill during the final test evaluation finishes the see
   CHECK(kept.code == 0);
   CHECK(kept.output.find("finished before (ok), kept") != std::string::npos);
 }
+
+TEST_CASE("Muon and z-loss runs resume bit for bit: the momentum buffers travel, Muon's without exp_avg_sq",
+          "[resume][optim]") {
+  TempDir dir;
+  Config cfg = resume_config();
+  apply_override(cfg, "train.optimizer=muon");
+  apply_override(cfg, "train.z_loss=1e-3");
+  const auto full = dir.path / "full", cut = dir.path / "cut";
+  fs::create_directories(full);
+  fs::create_directories(cut);
+  RunResult a = train_run(cfg, resume_corpus(), {5, full.string(), false});
+  REQUIRE(a.status == RunStatus::Ok);
+  RunResult b1 = train_interrupted(cfg, {5, cut.string()}, 9);
+  signals::reset();
+  REQUIRE(b1.status == RunStatus::Interrupted);
+  const Checkpoint ck = read_checkpoint((cut / "model.safetensors").string());
+  std::set<std::string> names;
+  for (const auto& [n, t] : ck.tensors) names.insert(n);
+  CHECK(names.count("optim.model.layers.0.mlp.up_proj.weight.exp_avg"));       // Muon: momentum
+  CHECK_FALSE(names.count("optim.model.layers.0.mlp.up_proj.weight.exp_avg_sq"));
+  CHECK(names.count("optim.model.embed_tokens.weight.exp_avg_sq"));            // AdamW
+  CHECK(names.count("optim.model.layers.0.input_layernorm.weight.exp_avg_sq"));
+  RunOptions o2(5, cut.string());
+  o2.resume = true;
+  RunResult b2 = train_run(cfg, resume_corpus(), o2);
+  REQUIRE(b2.status == RunStatus::Ok);
+  CHECK(metrics_without_speed((cut / "metrics.csv").string()) == metrics_without_speed((full / "metrics.csv").string()));
+  require_same_weights((full / "model.safetensors").string(), (cut / "model.safetensors").string());
+  CHECK(b2.test.ppl == a.test.ppl);
+}

@@ -45,6 +45,29 @@ TEST_CASE("learning-rate schedules at chosen steps", "[train]") {
   }
 }
 
+TEST_CASE("warm-up as a fraction of the run, and the decay placed by a time budget", "[train]") {
+  TrainConfig t;
+  t.lr = 1e-3;
+  t.min_lr = 1e-4;
+  t.warmup_steps = 10;
+  t.warmup_frac = 0.05;  // of 200 steps: 10 (rounded), of 90: round(4.5) = 5 (half away from zero)
+  CHECK(warmup_steps(t, 200) == 10);
+  CHECK(warmup_steps(t, 90) == 5);
+  CHECK(lr_at(t, 4, 90) == Approx(1e-3));
+  CHECK(lr_at(t, 3, 90) == Approx(0.8e-3));
+  t.warmup_frac = 0;
+  CHECK(warmup_steps(t, 90) == 10);
+  // train.max_time: after warm-up the decay follows the time fraction, whatever the step
+  t.schedule = Schedule::Cosine;
+  CHECK(lr_at(t, 50, 1000, 0.0) == Approx(1e-3));
+  CHECK(lr_at(t, 50, 1000, 0.5) == Approx(5.5e-4));
+  CHECK(lr_at(t, 11, 1000, 1.0) == Approx(1e-4));
+  CHECK(lr_at(t, 11, 1000, 7.0) == Approx(1e-4));  // clamped past the budget
+  CHECK(lr_at(t, 5, 1000, 0.9) == Approx(0.6e-3));  // warm-up stays in steps
+  t.schedule = Schedule::Linear;
+  CHECK(lr_at(t, 50, 1000, 0.25) == Approx(1e-3 - 9e-4 * 0.25));
+}
+
 TEST_CASE("tables: CSV escaping and Markdown alignment", "[train]") {
   Table t;
   t.header = {"a", "b"};

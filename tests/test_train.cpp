@@ -358,3 +358,56 @@ TEST_CASE("train.precision bf16 with LMX_BF16_GEMM=0: LibTorch's autocast on the
   ::unsetenv("LMX_BF16_GEMM");
   CHECK_FALSE(autocast_active(c10::DeviceType::CPU));
 }
+
+TEST_CASE("train.max_tokens: steps = ceil(budget / the split's mean targets per batch), over steps and epochs",
+          "[train]") {
+  Config cfg = small_config();
+  const data::Corpus& corpus = small_corpus();
+  // The reference: the training rows' targets counted here (each row: its tokens but the first).
+  const data::Rows rows = data::train_rows(corpus.train, resolve_for_corpus(cfg, corpus), corpus.vocab.eos);
+  double targets = 0;
+  for (const auto& r : rows.rows) targets += static_cast<double>(r.size()) - 1;
+  const double per_batch = targets / static_cast<double>(rows.rows.size()) * cfg.train.batch_size;
+  for (double budget : {1.0, 5000.0, 123456.0}) {
+    apply_override(cfg, fmt::format("train.max_tokens={}", budget));
+    INFO("budget " << budget);
+    CHECK(planned_steps(cfg, corpus) == std::max<int64_t>(1, static_cast<int64_t>(std::ceil(budget / per_batch))));
+  }
+  apply_override(cfg, "train.max_tokens=0");
+  CHECK(planned_steps(cfg, corpus) == 20);  // train.steps again
+}
+
+TEST_CASE("train.max_time ends the run after the step that reaches it: validated, checkpointed, tested", "[train]") {
+  TempDir dir;
+  Config cfg = small_config();
+  apply_override(cfg, "train.max_time=1e-9");  // reached by the first step
+  RunResult r = train_run(cfg, small_corpus(), {0, dir.path.string(), false});
+  CHECK(r.status == RunStatus::Ok);
+  CHECK(r.steps == 1);
+  CHECK(std::isfinite(r.final_val_ppl));
+  CHECK(std::isfinite(r.test.ppl));
+  const Checkpoint ck = read_checkpoint((dir.path / "model.safetensors").string());
+  CHECK(ck.metadata.at("steps") == "1");
+  CHECK(ck.metadata.at("status") == "ok");
+}
+
+TEST_CASE("the components after Llama train: relu2, soft-cap, z-loss, gpt2 / zero_proj init, Adam and Muon",
+          "[train][optim]") {
+  const std::vector<std::vector<std::string>> variants = {
+      {"model.ffn=relu2"},           {"model.logit_softcap=30"}, {"train.z_loss=1e-4"},
+      {"model.init=gpt2"},           {"model.init=zero_proj"},   {"train.optimizer=adam"},
+      {"train.optimizer=muon"},      {"train.warmup_frac=0.1"},
+  };
+  for (const auto& sets : variants) {
+    DYNAMIC_SECTION(sets[0]) {
+      TempDir dir;
+      Config cfg = small_config();
+      for (const auto& s : sets) apply_override(cfg, s);
+      RunResult r = train_run(cfg, small_corpus(), {1, dir.path.string(), false});
+      REQUIRE(r.status == RunStatus::Ok);
+      CHECK(r.steps == 20);
+      CHECK(std::isfinite(r.test.ppl));
+      CHECK(r.final_train_loss < r.train_loss_first);  // it learns
+    }
+  }
+}

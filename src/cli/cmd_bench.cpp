@@ -163,7 +163,7 @@ double linear_gemm_ms(ModernLM& model, int64_t rows, int reps, Precision precisi
 
 // Diagnostics: the phases of train_step timed apart (StepResult::phase_ms), the mean over
 // --steps steps, and every linear layer's GEMMs alone.
-void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& data, const Config& cfg,
+void print_breakdown(ModernLM& model, FusedAdamW& optimizer, const torch::Tensor& data, const Config& cfg,
                      const BenchOptions& a) {
   const int64_t T = data.size(2) - 1;
   double t_fwd = 0, t_bwd = 0, t_clip = 0, t_opt = 0;
@@ -173,7 +173,7 @@ void print_breakdown(ModernLM& model, torch::optim::AdamW& optimizer, const torc
   for (int step = 0; step < a.steps; ++step) {
     auto rows = data[step % data.size(0)];
     const auto r = train_step(model, optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
-                              cfg.train.grad_clip, cfg.train.precision, -1, parts);
+                              cfg.train.grad_clip, cfg.train.precision, -1, parts, cfg.train.z_loss);
     t_fwd += r.phase_ms[0], t_bwd += r.phase_ms[1], t_clip += r.phase_ms[2], t_opt += r.phase_ms[3];
   }
   op_timer::set_enabled(false);
@@ -232,7 +232,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
     if (step == a.warmup) t0 = Clock::now();
     auto rows = data[step];
     auto r = train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr,
-                        cfg.train.grad_clip, cfg.train.precision, -1, parts);
+                        cfg.train.grad_clip, cfg.train.precision, -1, parts, cfg.train.z_loss);
     last_loss = r.loss;
   }
   timed_s = seconds_since(t0);
@@ -248,7 +248,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
     for (int step = 0; step < 5; ++step) {
       auto rows = data[step % data.size(0)];
       train_step(model, *optimizer, rows.slice(1, 0, T), rows.slice(1, 1, T + 1), cfg.train.lr, cfg.train.grad_clip,
-                 cfg.train.precision, -1, parts);
+                 cfg.train.precision, -1, parts, cfg.train.z_loss);
     }
   }
 

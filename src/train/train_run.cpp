@@ -54,7 +54,7 @@ struct Training {
   ModernLM model{nullptr};
   torch::Device device{torch::kCPU};
   bool writer = false;  // data-parallel: only rank 0 writes
-  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<FusedAdamW> optimizer;
   std::optional<data::Batcher> batcher;
   int64_t per_epoch = 1, total = 0;
   TrainState state;
@@ -72,6 +72,10 @@ struct Training {
 // this rank's batches.
 void build_run_model(Training& tr) {
   if (tr.opt.check_memory) check_training_memory(tr.cfg, available_memory_bytes());  // before allocating
+  if (tr.cfg.train.max_time > 0 && dist::world() > 1)  // each rank's clock would stop it at another step
+    throw InputError(fmt::format("train.max_time is {} s but the run is data-parallel ({} ranks)", tr.cfg.train.max_time,
+                                 dist::world()),
+                     "use train.max_tokens or train.steps for a data-parallel run");
   torch::manual_seed(tr.opt.seed);
   tr.model = ModernLM(tr.cfg.model);
   if (!tr.opt.init_from.empty()) load_weights(*tr.model, read_checkpoint(tr.opt.init_from));
@@ -85,7 +89,7 @@ void build_run_model(Training& tr) {
   tr.batcher.emplace(data::train_rows(tr.corpus.train, tr.cfg, tr.corpus.vocab.eos), tr.cfg.train.batch_size,
                      tr.opt.seed, tr.corpus.vocab.pad, dist::rank(), dist::world());
   tr.per_epoch = std::max<int64_t>(1, tr.batcher->batches_per_epoch());
-  tr.total = total_steps(tr.cfg.train, tr.per_epoch);
+  tr.total = total_steps(tr.cfg.train, tr.per_epoch, tr.batcher->targets_per_batch());
 }
 
 // metrics.csv of a resumed run: the header and the rows of the steps the checkpoint holds
@@ -239,7 +243,7 @@ StepResult take_run_step(Training& tr, int64_t step, double lr) {
                                          : micro_batches(batch.inputs, batch.targets, tr.cfg.train.micro_batch_size);
   for (auto& m : micro) m.inputs = m.inputs.to(tr.device), m.targets = m.targets.to(tr.device);
   const StepResult sr = train_step(tr.model, *tr.optimizer, micro, lr, tr.cfg.train.grad_clip, tr.cfg.train.precision,
-                                   batch.global_tokens, step_parts(tr.cfg.train, tr.device));
+                                   batch.global_tokens, step_parts(tr.cfg.train, tr.device), tr.cfg.train.z_loss);
   if (hooked) hooked->remove_hook(hook);
   return sr;
 }
@@ -270,9 +274,9 @@ void count_step_loss(Training& tr, int64_t step, const StepResult& sr) {
 // Validation after the last step and every eval_every steps: its loss, its perplexity and its
 // floor (the NLL under the truth of the targets the loss covers; lmx plot draws it) as metrics
 // cells ("" at the other steps, and for the floor without a truth).
-std::array<std::string, 3> validate_if_due(Training& tr, int64_t step, double train_loss) {
+std::array<std::string, 3> validate_if_due(Training& tr, int64_t step, double train_loss, bool last) {
   const int eval_every = tr.cfg.train.eval_every;
-  if (step + 1 != tr.total && !(eval_every > 0 && (step + 1) % eval_every == 0)) return {};
+  if (!last && !(eval_every > 0 && (step + 1) % eval_every == 0)) return {};
   if (!tr.val_eval) tr.val_eval.emplace(tr.model, tr.corpus, tr.val_opt);
   EvalResult v = tr.val_eval->run(tr.model);
   tr.res.final_val_ppl = v.ppl;
@@ -283,11 +287,12 @@ std::array<std::string, 3> validate_if_due(Training& tr, int64_t step, double tr
 }
 
 // The live progress line on a terminal, else a log line every log_every steps.
-void report_step_progress(const Training& tr, int64_t step, double loss, double lr, double tokens_per_s, double eta) {
+void report_step_progress(const Training& tr, int64_t step, double loss, double lr, double tokens_per_s, double eta,
+                          bool last) {
   if (tr.opt.progress) {
     fmt::print(stderr, "\r[train] seed {} step {}/{} loss {:.4f} lr {:.2e} {:.0f} tok/s ETA {:.0f}s   ", tr.opt.seed,
                step + 1, tr.total, loss, lr, tokens_per_s, eta);
-    if (step + 1 == tr.total) fmt::print(stderr, "\n");
+    if (last) fmt::print(stderr, "\n");
   } else if ((step + 1) % tr.cfg.train.log_every == 0) {
     log::info("train", "seed {} step {}/{} loss {:.4f} lr {:.2e} {:.0f} tok/s ETA {:.0f}s", tr.opt.seed, step + 1,
               tr.total, loss, lr, tokens_per_s, eta);
@@ -305,19 +310,21 @@ bool stop_if_interrupted(Training& tr, int64_t step, const StepResult& sr) {
   return true;
 }
 
-// Steps until the last, a divergence or an interrupt; returns the run's training seconds
-// (those before a resume included).
+// Steps until the last, a divergence, an interrupt or the end of train.max_time; returns the
+// run's training seconds (those before a resume included).
 double step_loop(Training& tr) {
   const TrainConfig& t = tr.cfg.train;
   log::info("train", "seed {}: {} parameters, {} steps ({} per epoch), layout {}, rows of <= {} targets", tr.opt.seed,
             tr.res.params, tr.total, tr.per_epoch, option_name(tr.cfg.data.layout), data::train_row_len(tr.cfg));
+  if (t.max_time > 0) log::info("train", "seed {}: time budget {} s of training (train.max_time)", tr.opt.seed, t.max_time);
   double smoothed_tps = 0;
   tr.seconds_before = tr.state.train_seconds;
   const int64_t first_step = tr.state.steps;
   const auto t_train = Clock::now();
+  auto trained = [&] { return tr.seconds_before + seconds_since(t_train); };
   for (int64_t step = first_step; step < tr.total && !tr.finished_before; ++step) {
     const auto t_step = Clock::now();
-    const double lr = lr_at(t, step, tr.total);
+    const double lr = lr_at(t, step, tr.total, t.max_time > 0 ? trained() / t.max_time : -1);
     const StepResult sr = take_run_step(tr, step, lr);
     if (!sr.stepped) {
       record_divergence(tr, step, lr, sr);
@@ -326,20 +333,28 @@ double step_loop(Training& tr) {
     count_step_loss(tr, step, sr);
     const double tps = sr.tokens / std::max(1e-9, seconds_since(t_step));
     smoothed_tps = smoothed_tps == 0 ? tps : 0.9 * smoothed_tps + 0.1 * tps;
-    const auto [val_loss, val_ppl, val_floor] = validate_if_due(tr, step, sr.loss);
+    const bool out_of_time = t.max_time > 0 && trained() >= t.max_time;
+    const bool last = step + 1 == tr.total || out_of_time;
+    const auto [val_loss, val_ppl, val_floor] = validate_if_due(tr, step, sr.loss, last);
     if (tr.metrics)
       tr.metrics->row({std::to_string(step + 1), csv_num(static_cast<double>(step + 1) / tr.per_epoch, 3),
                        fmt::format("{:.6f}", sr.loss), fmt::format("{:.6g}", lr), fmt::format("{:.6g}", sr.grad_norm),
                        fmt::format("{:.0f}", tps), val_loss, val_ppl, val_floor});
     const double elapsed = seconds_since(t_train);
-    const double eta = elapsed / static_cast<double>(step + 1 - first_step) * (tr.total - step - 1);
-    report_step_progress(tr, step, sr.loss, lr, smoothed_tps, eta);
+    double eta = elapsed / static_cast<double>(step + 1 - first_step) * (tr.total - step - 1);
+    if (t.max_time > 0) eta = std::min(eta, std::max(0.0, t.max_time - trained()));
+    report_step_progress(tr, step, sr.loss, lr, smoothed_tps, eta, last);
+    if (out_of_time) {
+      log::info("train", "seed {}: train.max_time ({} s) reached after step {} of {}", tr.opt.seed, t.max_time, step + 1,
+                tr.total);
+      break;
+    }
     if (step + 1 == tr.fault.interrupt_after_step) signals::raise_interrupt();  // fault injection (tests)
     if (stop_if_interrupted(tr, step, sr)) break;
     if (step + 1 != tr.total && t.checkpoint_every > 0 && (step + 1) % t.checkpoint_every == 0)
-      write_run_checkpoint(tr, RunStatus::Running, tr.seconds_before + seconds_since(t_train));
+      write_run_checkpoint(tr, RunStatus::Running, trained());
   }
-  return tr.seconds_before + seconds_since(t_train);
+  return trained();
 }
 
 // ---- finish ----

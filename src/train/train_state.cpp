@@ -29,7 +29,7 @@ const torch::Tensor* find(const Checkpoint& ckpt, const std::string& name) {
 }  // namespace
 
 
-NamedTensors optimizer_tensors(ModernLMImpl& model, torch::optim::AdamW& optimizer) {
+NamedTensors optimizer_tensors(ModernLMImpl& model, FusedAdamW& optimizer) {
   NamedTensors out;
   auto& state = optimizer.state();
   for (const auto& p : model.named_parameters()) {
@@ -37,14 +37,14 @@ NamedTensors optimizer_tensors(ModernLMImpl& model, torch::optim::AdamW& optimiz
     if (it == state.end()) continue;
     auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
     out.push_back({"optim." + p.key() + ".exp_avg", s.exp_avg()});
-    out.push_back({"optim." + p.key() + ".exp_avg_sq", s.exp_avg_sq()});
+    if (s.exp_avg_sq().defined()) out.push_back({"optim." + p.key() + ".exp_avg_sq", s.exp_avg_sq()});
     out.push_back({"optim." + p.key() + ".step", torch::tensor(s.step(), torch::kInt64)});
   }
   out.push_back({"state.torch_rng", default_cpu_generator().get_state().to(torch::kInt32)});
   return out;
 }
 
-void restore_optimizer(ModernLMImpl& model, torch::optim::AdamW& optimizer, const Checkpoint& ckpt) {
+void restore_optimizer(ModernLMImpl& model, FusedAdamW& optimizer, const Checkpoint& ckpt) {
   auto& state = optimizer.state();
   state.clear();
   for (const auto& p : model.named_parameters()) {
@@ -57,16 +57,18 @@ void restore_optimizer(ModernLMImpl& model, torch::optim::AdamW& optimizer, cons
       return InputError(fmt::format("{}: optimizer state of {} {}", ckpt.path, p.key(), what),
                         "the checkpoint cannot be resumed; start the run again");
     };
-    if (!avg || !sq || !step) throw bad("is incomplete (needs exp_avg, exp_avg_sq and step)");
+    const bool muon = optimizer.orthogonalized(p.value());  // momentum only
+    if (!avg || (!sq && !muon) || !step) throw bad("is incomplete (needs exp_avg, exp_avg_sq and step)");
+    if (sq && muon) throw bad("has AdamW's exp_avg_sq, but train.optimizer updates it by Muon");
     for (const torch::Tensor* t : {avg, sq})
-      if (!t->sizes().equals(p.value().sizes()) || t->scalar_type() != p.value().scalar_type())
+      if (t && (!t->sizes().equals(p.value().sizes()) || t->scalar_type() != p.value().scalar_type()))
         throw bad("does not match the parameter's shape or dtype");
     if (step->numel() != 1 || step->scalar_type() != torch::kInt64 || step->item<int64_t>() < 0)
       throw bad("has no valid step count");
     auto s = std::make_unique<torch::optim::AdamWParamState>();
     s->step(step->item<int64_t>());
     s->exp_avg(avg->clone().to(p.value().device()));
-    s->exp_avg_sq(sq->clone().to(p.value().device()));
+    if (sq) s->exp_avg_sq(sq->clone().to(p.value().device()));
     state[adamw_state_key(p.value())] = std::move(s);
   }
   if (const torch::Tensor* rng = find(ckpt, "state.torch_rng")) {

@@ -9,7 +9,6 @@
 //            "last_epoch_loss_sum", "last_epoch_tokens", "first_loss_sum", "first_tokens",
 //            "tokens_seen", "train_seconds", "threads" (doubles with 17 significant digits).
 #pragma once
-#include <torch/optim/adamw.h>
 
 #include <cmath>
 #include <cstdint>
@@ -19,6 +18,7 @@
 #include "formats/checkpoint.h"
 #include "formats/safetensors.h"
 #include "model/lm.h"
+#include "train/optimizer.h"
 #include "train/run_status.h"
 
 namespace lmx {
@@ -41,13 +41,13 @@ struct TrainState {
   int threads = 1;
 };
 
-// AdamW's per-parameter state as "optim.*" tensors (parameters without state are skipped),
-// plus "state.torch_rng".
-NamedTensors optimizer_tensors(ModernLMImpl& model, torch::optim::AdamW& optimizer);
+// The optimizer's per-parameter state as "optim.*" tensors (parameters without state are
+// skipped; a Muon parameter has no exp_avg_sq), plus "state.torch_rng".
+NamedTensors optimizer_tensors(ModernLMImpl& model, FusedAdamW& optimizer);
 
 // Restores what optimizer_tensors saved. InputError naming the checkpoint when a parameter's
 // state is missing, misshaped or of another dtype.
-void restore_optimizer(ModernLMImpl& model, torch::optim::AdamW& optimizer, const Checkpoint& ckpt);
+void restore_optimizer(ModernLMImpl& model, FusedAdamW& optimizer, const Checkpoint& ckpt);
 
 std::map<std::string, std::string> state_metadata(const TrainState& s);
 

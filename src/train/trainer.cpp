@@ -21,6 +21,7 @@
 #include "formats/checkpoint.h"
 #include "kernels/parallel.h"
 #include "kernels/precision.h"
+#include "model/aux_loss.h"
 #include "model/loss.h"
 #include "model/memory.h"
 #include "train/optimizer.h"
@@ -73,9 +74,20 @@ std::string bad_gradient_note(ModernLM& model) {
   return bad.empty() ? "" : fmt::format(", first non-finite gradient in {} (parameter group {})", bad, parameter_group(bad));
 }
 
-std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const TrainConfig& t) {
-  std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+namespace {
+// Muon's parameters: the 2-D weights inside the blocks (muon.py's "hidden weights"), not the
+// token embeddings, the head, the position tables (T5's relative_attention_bias is a table),
+// norms or biases.
+bool hidden_matrix(const std::string& name, const torch::Tensor& p) {
+  return p.dim() == 2 && name.rfind("model.layers.", 0) == 0 && name.find("relative_attention_bias") == std::string::npos;
+}
+}  // namespace
+
+std::unique_ptr<FusedAdamW> make_optimizer(ModernLM& model, const TrainConfig& t) {
+  const bool muon = t.optimizer == OptimizerKind::Muon;
+  std::vector<torch::Tensor> decay, no_decay, hidden;
+  for (auto& p : model->named_parameters())
+    (muon && hidden_matrix(p.key(), p.value()) ? hidden : p.value().dim() >= 2 ? decay : no_decay).push_back(p.value());
   // No learning rate here: the schedule owns it, and train_step writes it before every step
   // (set_lr, its one writer). LibTorch's default stands until then.
   auto opts = torch::optim::AdamWOptions().betas({t.beta1, t.beta2}).eps(t.adam_eps);
@@ -84,14 +96,24 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const Train
                                  torch::optim::AdamWOptions(opts).weight_decay(t.weight_decay)));
   groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
                                     torch::optim::AdamWOptions(opts).weight_decay(0.0)));
-  return std::make_unique<FusedAdamW>(std::move(groups), opts);
+  if (muon)
+    groups.emplace_back(hidden, std::make_unique<torch::optim::AdamWOptions>(
+                                    torch::optim::AdamWOptions(opts).weight_decay(t.weight_decay)));
+  auto optimizer = std::make_unique<FusedAdamW>(std::move(groups), opts);
+  if (t.optimizer == OptimizerKind::Adam) {
+    optimizer->set_rule(0, {GroupRule::Kind::AdamL2});
+    optimizer->set_rule(1, {GroupRule::Kind::AdamL2});
+  }
+  if (muon)  // the schedule's lr times muon_lr / lr: muon_lr at the peak
+    optimizer->set_rule(2, {GroupRule::Kind::Muon, t.lr > 0 ? t.muon_lr / t.lr : 0.0, t.muon_momentum, t.muon_ns_steps});
+  return optimizer;
 }
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip,
-                      Precision precision, int64_t global_tokens, int parts) {
+                      Precision precision, int64_t global_tokens, int parts, double z_loss) {
   return train_step(model, optimizer, std::vector<MicroBatch>{{inputs, targets, {}}}, lr, grad_clip, precision,
-                    global_tokens, parts);
+                    global_tokens, parts, z_loss);
 }
 
 namespace {
@@ -187,7 +209,7 @@ struct PassesResult {
 };
 PassesResult forward_backward(ModernLM& model, const std::vector<std::vector<MicroBatch>>& work,
                               const std::vector<torch::Tensor>& params, Precision precision, bool summed,
-                              int64_t tokens) {
+                              int64_t tokens, double z_loss) {
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
   std::vector<torch::Tensor> part_loss(work.size());
   std::vector<std::vector<torch::Tensor>> part_grads(work.size());
@@ -200,17 +222,32 @@ PassesResult forward_backward(ModernLM& model, const std::vector<std::vector<Mic
       // Autocast (bf16) covers the forward and the loss only; the backward runs each op in the
       // dtype its forward used.
       std::optional<AutocastGuard> autocast(std::in_place, precision, m.inputs.device().type());
+      take_aux_loss();  // nothing stale from another forward on this thread
       auto logits = m.lengths.empty() ? model->forward(m.inputs) : model->forward_packed(m.inputs, m.lengths);  // (B, T, V)
-      torch::Tensor loss = lm_cross_entropy(logits.reshape({-1, logits.size(-1)}), m.targets.reshape(-1),
-                                            data::kIgnore, summed);
-      if (summed) loss = loss / std::max<double>(1.0, static_cast<double>(tokens));
-      if (poisoned) loss = loss * std::nan("");
+      const torch::Tensor aux = take_aux_loss();  // the MoE FFNs' load balancing, or undefined
+      const auto flat = logits.reshape({-1, logits.size(-1)});
+      torch::Tensor loss = lm_cross_entropy(flat, m.targets.reshape(-1), data::kIgnore, summed);
+      // What the backward takes: the loss, plus the z-loss term where train.z_loss asks for it.
+      torch::Tensor objective = z_loss > 0 ? loss + z_loss * z_loss_term(flat, m.targets.reshape(-1), data::kIgnore, summed)
+                                           : loss;
+      if (summed) {
+        const double n = std::max<double>(1.0, static_cast<double>(tokens));
+        loss = loss / n;
+        objective = z_loss > 0 ? objective / n : loss;
+      }
+      // An auxiliary loss is a mean over the micro-batch's rows: weighted by its share of the
+      // batch's targets where the losses are summed over the batch.
+      if (aux.defined())
+        objective = objective + (summed ? aux * (static_cast<double>(counted_targets(m.targets)) /
+                                                 std::max<double>(1.0, static_cast<double>(tokens)))
+                                        : aux);
+      if (poisoned) loss = loss * std::nan(""), objective = objective * std::nan("");
       autocast.reset();
       const auto tb = Clock::now();
       if (part == 0) {
-        loss.backward();
+        objective.backward();
       } else {
-        auto grads = torch::autograd::grad({loss}, params, {}, /*retain_graph=*/false, /*create_graph=*/false,
+        auto grads = torch::autograd::grad({objective}, params, {}, /*retain_graph=*/false, /*create_graph=*/false,
                                            /*allow_unused=*/true);
         auto& sum = part_grads[part];
         if (sum.empty()) sum = std::move(grads);
@@ -259,8 +296,15 @@ void allreduce_step(dist::Group& group, const torch::Tensor& loss, const std::ve
 
 }  // namespace
 
+torch::Tensor z_loss_term(const torch::Tensor& logits, const torch::Tensor& targets, int64_t ignore, bool sum) {
+  const torch::Tensor z = torch::logsumexp(logits.to(torch::kFloat32), -1);
+  const torch::Tensor counted = targets != ignore;
+  const torch::Tensor total = torch::where(counted, z * z, torch::zeros_like(z)).sum();
+  return sum ? total : total / std::max<int64_t>(1, counted.sum().item<int64_t>());
+}
+
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
-                      double grad_clip, Precision precision, int64_t global_tokens, int parts) {
+                      double grad_clip, Precision precision, int64_t global_tokens, int parts, double z_loss) {
   if (micro.empty()) throw std::logic_error("train_step: no micro-batch");
   set_lr(optimizer, lr);
   dist::Group* group = dist::current();
@@ -280,7 +324,7 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
   const bool summed = group != nullptr || micro.size() > 1 || work.size() > 1;
   const auto params = model->parameters();
   clear_gradients(params);
-  const PassesResult passes = forward_backward(model, work, params, precision, summed, r.tokens);
+  const PassesResult passes = forward_backward(model, work, params, precision, summed, r.tokens, z_loss);
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
   const auto t1 = Clock::now();
   if (group)
@@ -313,14 +357,19 @@ int64_t count_parameters(const ModernLM& model) {
   return n;
 }
 
-int64_t total_steps(const TrainConfig& t, int64_t batches_per_epoch) {
+int64_t total_steps(const TrainConfig& t, int64_t batches_per_epoch, double targets_per_batch) {
+  if (t.max_tokens > 0) {
+    if (!(targets_per_batch > 0))
+      throw InputError("train.max_tokens: the training split has no targets to count", "check the data section");
+    return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(t.max_tokens / targets_per_batch)));
+  }
   return t.steps > 0 ? t.steps : t.epochs * std::max<int64_t>(1, batches_per_epoch);
 }
 
 int64_t planned_steps(const Config& cfg, const data::Corpus& corpus) {
   const data::Batcher batcher(data::train_rows(corpus.train, cfg, corpus.vocab.eos), cfg.train.batch_size, 0,
                               corpus.vocab.pad);
-  return total_steps(cfg.train, batcher.batches_per_epoch());
+  return total_steps(cfg.train, batcher.batches_per_epoch(), batcher.targets_per_batch());
 }
 
 Config resolve_for_corpus(Config cfg, const data::Corpus& corpus) {

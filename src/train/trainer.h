@@ -12,6 +12,7 @@
 #include <array>
 
 #include "config/config.h"
+#include "train/optimizer.h"
 #include "data/corpus.h"
 #include "train/evaluate.h"
 #include "train/run_status.h"
@@ -47,11 +48,12 @@ struct RunResult {
   double peak_rss_mib = 0;
 };
 
-// Optimizer steps of a run: train.steps, else train.epochs passes of batches_per_epoch.
 // Steps whose mean train loss RunResult::train_loss_first reports (how fast a run starts).
 constexpr int64_t kFirstSteps = 50;
 
-int64_t total_steps(const TrainConfig& t, int64_t batches_per_epoch);
+// Optimizer steps of a run: ceil(train.max_tokens / targets_per_batch) where max_tokens > 0,
+// else train.steps, else train.epochs passes of batches_per_epoch.
+int64_t total_steps(const TrainConfig& t, int64_t batches_per_epoch, double targets_per_batch);
 // The same for a config on a corpus (one process).
 int64_t planned_steps(const Config& cfg, const data::Corpus& corpus);
 
@@ -66,9 +68,11 @@ int64_t count_parameters(const ModernLM& model);
 // max_norm > 0 and the norm exceeds it.
 double clip_gradients(ModernLM& model, double max_norm);
 
-// AdamW with decoupled weight decay on matrices only (not on biases, norm scales or
-// position/bias tables of rank < 2), as in nanoGPT and Llama training.
-std::unique_ptr<torch::optim::AdamW> make_optimizer(ModernLM& model, const TrainConfig& t);
+// The optimizer train.optimizer names, weight decay on matrices only (not on biases, norm
+// scales or position/bias tables of rank < 2), as in nanoGPT and Llama training. Groups: 0 the
+// decayed matrices, 1 the rest; adam: both with the decay as an L2 term (GroupRule::AdamL2);
+// muon: group 2, the 2-D weights inside the blocks, by Muon at train.muon_lr's peak.
+std::unique_ptr<FusedAdamW> make_optimizer(ModernLM& model, const TrainConfig& t);
 
 // One training step, as train_run takes it (and lmx bench times it): set the learning rate,
 // forward, cross-entropy (kIgnore targets skipped), backward, clip to grad_clip, then the
@@ -92,7 +96,7 @@ struct StepResult {
 };
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const torch::Tensor& inputs,
                       const torch::Tensor& targets, double lr, double grad_clip, Precision precision = Precision::Fp32, int64_t global_tokens = -1,
-                      int parts = 1);
+                      int parts = 1, double z_loss = 0);
 // The batch's rows in micro-batches (train.micro_batch_size): rows sorted by length (up to the
 // last target that counts; stable) and cut into groups of `size` rows, each trimmed to its
 // longest row, so that a doc-layout group pads to nearly its own length instead of the
@@ -114,9 +118,16 @@ MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& 
 // summed over the whole batch's token count: the loss and gradient of the whole batch, up to
 // float rounding (the gradients are summed in parts). One micro-batch: exactly the step above.
 // `parts` (step_parts): the batch split over that many threads (split_step), 1: on this thread.
+// z_loss > 0 (train.z_loss): the gradient is that of the loss plus z_loss · the mean over the
+// counted targets of logsumexp(logits)² (PaLM's z-loss); StepResult::loss stays the
+// cross-entropy.
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
                       double grad_clip, Precision precision = Precision::Fp32,
-                      int64_t global_tokens = -1, int parts = 1);
+                      int64_t global_tokens = -1, int parts = 1, double z_loss = 0);
+
+// PaLM's z-loss term of (N, V) logits: the sum (or, !sum, the mean) over the targets that are
+// not `ignore` of logsumexp(row)², computed in float32.
+torch::Tensor z_loss_term(const torch::Tensor& logits, const torch::Tensor& targets, int64_t ignore, bool sum);
 
 // The parts a training step's batch is split into, one per thread (train.split_batch):
 // runtime::threads() where split_batch is on, on the CPU, and LibTorch's own ops run on one
