@@ -141,6 +141,9 @@ TEST_CASE("the engine says why it leaves a model to the modules", "[infer]") {
   CHECK_THAT(why([](ModelConfig& c) { c.n_heads = 8; }), Catch::Contains("head dim 4"));
   CHECK_THAT(why([](ModelConfig& c) { c.norm_placement = NormPlacement::Sandwich; }),
              Catch::Contains("norm_placement sandwich is not one the engine runs"));
+  CHECK_THAT(why([](ModelConfig& c) { c.sliding_window = 8, c.window_global_every = 2; }),
+             Catch::Contains("layer 0 attends in a sliding window of 8"));
+  CHECK_THAT(why([](ModelConfig& c) { c.ffn = "moe"; }), Catch::Contains("FFN 'moe' is not one the engine runs"));
   {
     FusedKernelsScope off(false);
     CHECK_THAT(why([](ModelConfig&) {}), Catch::Contains("LMX_FUSED_ATTENTION=0"));

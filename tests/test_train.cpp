@@ -391,12 +391,14 @@ TEST_CASE("train.max_time ends the run after the step that reaches it: validated
   CHECK(ck.metadata.at("status") == "ok");
 }
 
-TEST_CASE("the components after Llama train: relu2, soft-cap, z-loss, gpt2 / zero_proj init, Adam and Muon",
+TEST_CASE("the components after Llama train: relu2, soft-cap, z-loss, init, Adam, Muon, QK-norm, sandwich, window, MoE",
           "[train][optim]") {
   const std::vector<std::vector<std::string>> variants = {
       {"model.ffn=relu2"},           {"model.logit_softcap=30"}, {"train.z_loss=1e-4"},
       {"model.init=gpt2"},           {"model.init=zero_proj"},   {"train.optimizer=adam"},
-      {"train.optimizer=muon"},      {"train.warmup_frac=0.1"},
+      {"train.optimizer=muon"},      {"train.warmup_frac=0.1"},  {"model.qk_norm=true"},
+      {"model.norm_placement=sandwich"}, {"model.sliding_window=8", "model.window_global_every=2"},
+      {"model.ffn=moe", "model.moe_experts=4", "model.d_ff=64"},
   };
   for (const auto& sets : variants) {
     DYNAMIC_SECTION(sets[0]) {

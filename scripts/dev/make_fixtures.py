@@ -69,6 +69,9 @@ FIXTURES = {
     "sandwich_layernorm": dict(norm_placement="sandwich", qk_norm=True, position="learned"),
     # mixture of experts (Mixtral's block): 4 SwiGLU experts of width 12, top 2, one shared expert, biases
     "moe": dict(ffn="moe", d_ff=12, moe_experts=4, moe_top_k=2, moe_shared_experts=1, moe_aux_loss=0.01),
+    # sliding-window attention of 3 in layer 0, layer 1 global (window_global_every 2, Gemma 2's pattern), RoPE, GQA
+    "sliding_window": dict(sliding_window=3, window_global_every=2, position="rope", norm="rmsnorm", ffn="swiglu",
+                           n_kv_heads=2, bias=False),
 }
 
 GATED = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}
@@ -197,10 +200,19 @@ def score_bias(c, P, prefix, H, T):
     return 0.0
 
 
-def softmax_causal(scores):
+def softmax_causal(scores, window=0):
     T = scores.shape[-1]
     mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+    if window:  # Mistral's sliding window: query i sees keys i - window < j <= i
+        mask = mask | torch.tril(torch.ones(T, T, dtype=torch.bool), -window)
     return torch.softmax(scores.masked_fill(mask, float("-inf")), -1)
+
+
+def layer_window(c, prefix):
+    """The sliding window of the layer a prefix names (0: full attention); every k-th layer global."""
+    w, k = c.get("sliding_window", 0), c.get("window_global_every", 0)
+    i = int(prefix.split(".")[2])
+    return 0 if not w or (k and i % k == k - 1) else w
 
 
 def attention(c, P, prefix, x):
@@ -240,7 +252,7 @@ def attention(c, P, prefix, x):
         k = k[:, :, None].expand(B, Hk, H // Hk, T, D).reshape(B, H, T, D)
         v = v[:, :, None].expand(B, Hk, H // Hk, T, D).reshape(B, H, T, D)
         scores = q @ k.transpose(-2, -1) / math.sqrt(D) + score_bias(c, P, prefix, H, T)
-    y = softmax_causal(scores) @ v  # (B, H, T, D)
+    y = softmax_causal(scores, layer_window(c, prefix)) @ v  # (B, H, T, D)
     return linear(P, prefix + ".o_proj", y.transpose(1, 2).reshape(B, T, H * D))
 
 

@@ -306,6 +306,12 @@ void validate(const Config& cfg) {
     check(rope || m.mla_rope_dim == 0, cfg,
           "model.mla_rope_dim > 0 needs model.position: rope (one position scheme at a time)");
   }
+  check(m.sliding_window == 0 || !latent, cfg,
+        fmt::format("model.sliding_window needs model.attention mha, not {}", m.attention));
+  check(m.sliding_window <= m.max_seq_len, cfg,
+        fmt::format("model.sliding_window ({}) exceeds model.max_seq_len ({}): the window would never slide",
+                    m.sliding_window, m.max_seq_len),
+        "use a window below the context, or 0 for full attention");
   check(!m.qk_norm || !latent, cfg, fmt::format("model.qk_norm needs model.attention mha, not {}", m.attention),
         "MLA normalizes its latents instead (model.mla_latent_norm)");
   for (const registry::Traits* row : {&registry::ffn(m), &registry::norm(m), &registry::attention(m), &registry::position(m)})

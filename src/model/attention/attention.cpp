@@ -20,21 +20,26 @@ torch::Tensor Attention::forward_packed(const torch::Tensor&, const std::vector<
   throw std::logic_error("this attention variant takes no padding-free batch (check takes_packed first)");
 }
 
-torch::Tensor causal_softmax(const torch::Tensor& scores, int64_t q_start) {
+void Attention::set_window(int64_t) {
+  throw std::logic_error("this attention variant has no sliding window (validation refuses model.sliding_window with it)");
+}
+
+torch::Tensor causal_softmax(const torch::Tensor& scores, int64_t q_start, int64_t window) {
   const int64_t tq = scores.size(-2), tk = scores.size(-1);
   auto opts = torch::TensorOptions().dtype(torch::kInt64).device(scores.device());
   auto qpos = torch::arange(q_start, q_start + tq, opts).unsqueeze(1);  // (Tq, 1)
   auto kpos = torch::arange(tk, opts).unsqueeze(0);                     // (1, Tk)
   auto future = kpos > qpos;                                            // (Tq, Tk) true = masked
+  if (window > 0) future = future | (qpos - kpos >= window);            // out of the window
   auto masked = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
   return torch::softmax(masked.to(torch::kFloat32), -1).to(scores.scalar_type());
 }
 
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& bias, double scale, int64_t q_start) {
+                               const torch::Tensor& bias, double scale, int64_t q_start, int64_t window) {
   auto scores = q.matmul(k.transpose(-2, -1)) * scale;  // (B, H, Tq, Tk)
   if (bias.defined()) scores = scores + bias.to(scores.scalar_type());
-  return causal_softmax(scores, q_start).matmul(v);    // (B, H, Tq, Dv)
+  return causal_softmax(scores, q_start, window).matmul(v);  // (B, H, Tq, Dv)
 }
 
 torch::Tensor append_to_cache(std::vector<torch::Tensor>* cache, size_t slot, const torch::Tensor& t, int64_t dim) {

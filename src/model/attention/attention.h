@@ -36,20 +36,26 @@ class Attention : public torch::nn::Module {
   virtual int64_t cached_per_token() const = 0;
   // The layer's position scheme (the inference engine, infer/decoder.h, reads its tables).
   const std::shared_ptr<Position>& position() const { return position_; }
+  // Sliding-window attention (model.sliding_window): each query sees itself and the w − 1 keys
+  // before it; 0 = the whole prefix. A variant without it throws std::logic_error (validation
+  // refuses such configs first).
+  virtual void set_window(int64_t w);
+  int64_t window() const { return window_; }
 
  protected:
   // Keeps the position scheme; registers a per-layer one with parameters under its HF name.
   void attach_position(std::shared_ptr<Position> position);
   std::shared_ptr<Position> position_;
+  int64_t window_ = 0;
 };
 
 // Masked softmax attention. q (B, H, Tq, Dqk), k (B, H|1, Tk, Dqk), v (B, H|1, Tk, Dv); the
 // queries sit at positions [q_start, q_start + Tq), the keys at [0, Tk). bias (H, Tq, Tk) or
-// undefined. -> (B, H, Tq, Dv).
+// undefined; window > 0: a query at p sees the keys at (p − window, p] only. -> (B, H, Tq, Dv).
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& bias, double scale, int64_t q_start);
+                               const torch::Tensor& bias, double scale, int64_t q_start, int64_t window = 0);
 // Softmax of masked scores (B, H, Tq, Tk) with queries at [q_start, ...) -> probabilities.
-torch::Tensor causal_softmax(const torch::Tensor& scores, int64_t q_start);
+torch::Tensor causal_softmax(const torch::Tensor& scores, int64_t q_start, int64_t window = 0);
 // Appends t to (*cache)[slot] along dim (creating the slot) and returns the whole cached tensor.
 torch::Tensor append_to_cache(std::vector<torch::Tensor>* cache, size_t slot, const torch::Tensor& t, int64_t dim);
 
@@ -66,6 +72,8 @@ class MultiHeadAttentionImpl : public Attention {
   bool takes_packed(const torch::Tensor& x) const override;
   torch::Tensor forward_packed(const torch::Tensor& x, const std::vector<int64_t>& lengths) override;
   int64_t cached_per_token() const override { return 2 * n_kv_heads_ * head_dim_; }
+  // On the plain LibTorch path: the fused kernels have no window yet (takes_packed is false).
+  void set_window(int64_t w) override { window_ = w; }
 
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   std::shared_ptr<Norm> q_norm, k_norm;  // QK-norm, or null

@@ -47,7 +47,7 @@ bool MultiHeadAttentionImpl::rotate_only() const {
 }
 
 bool MultiHeadAttentionImpl::takes_packed(const torch::Tensor& x) const {
-  return rotate_only() && fused_attention_supported(x, head_dim_);
+  return window_ == 0 && rotate_only() && fused_attention_supported(x, head_dim_);
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward_packed(const torch::Tensor& x, const std::vector<int64_t>& lengths) {
@@ -101,7 +101,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
     v = v.repeat_interleave(H / Hk, /*dim=*/1);
   }
   auto bias = position_->score_bias(start, T, Tk, x.device());  // (H, T, Tk) or undefined
-  auto y = causal_attention(q, k, v, bias, scale, start);        // (B, H, T, D)
+  auto y = causal_attention(q, k, v, bias, scale, start, window_);  // (B, H, T, D)
   return linear_2d(y.transpose(1, 2).reshape({B, T, H * D}), o_proj);       // (B, T, C)
 }
 
