@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Every lecture table: runs the five section scripts, then regenerates docs/RESULTS.md from
-# results/ (full mode only).
+# Every lecture table: runs the five section scripts and section 06 (beyond the lecture:
+# docs/UPGRADES.md), then regenerates docs/RESULTS.md from results/ (full mode only).
 #   scripts/lecture/all.sh [--quick] [--lecture-runs] [--jobs N] [--out DIR] [--sequential]
 # --lecture-runs runs only the lecture's own run list, with its seed counts (FINDINGS.md), and
-# none of our follow-ups; its tables go to runs/lecture-runs/results (or --out DIR) and its
-# report to RESULTS.md there, not to docs/.
+# none of our follow-ups (nor section 06); its tables go to runs/lecture-runs/results (or --out
+# DIR) and its report to RESULTS.md there, not to docs/.
 # The sections run at once and share --jobs job slots (default: the number of cores): a named
 # pipe holding one byte per free slot (LMX_JOBSERVER), from which every sweep run, probe and
 # training command takes a slot while it computes. No core waits at the end of one section
@@ -15,8 +15,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"  # ROOT, results_root
 SECONDS=0
-# Longest work first: 04 (the 3x-steps extrapolation is one ~10-minute process), 02, 01, 05, 03.
-sections=(04_position 02_norm 01_ffn 05_recipe 03_attention)
+# Longest work first: 04 (the 3x-steps extrapolation is one ~10-minute process), 02, 06, 01, 05, 03.
+sections=(04_position 02_norm 06_upgrades 01_ffn 05_recipe 03_attention)
 quick=0 lecture_runs=0 sequential=0 jobs="$(nproc)" out="" args=()
 while (($#)); do
   case "$1" in
@@ -33,6 +33,10 @@ while (($#)); do
   esac
   shift
 done
+if ((lecture_runs)); then  # the lecture's own runs: section 06 is ours
+  sections=("${sections[@]/06_upgrades/}")
+  read -r -a sections <<< "${sections[*]}"
+fi
 if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
   echo "all.sh: --jobs must be a positive integer, got '$jobs'" >&2
   exit 2
