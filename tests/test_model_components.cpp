@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "kernels/fused_attention.h"
 #include "model/ffn.h"
 #include "model/lm.h"
 #include "model/norm.h"
@@ -274,4 +275,42 @@ TEST_CASE("logit soft-cap: c·tanh(z/c) and its gradient (1 − tanh²(z/c))·dy
   torch::NoGradGuard no_grad;  // the in-place path: the same values
   CHECK(torch::equal(model->soft_cap(z0.clone()), y.detach()));
   CHECK(y.abs().max().item<float>() < 2.5f);
+}
+
+TEST_CASE("QK-norm as one fused op: the LibTorch path's output and gradients (q, k, v, both gains), within 1e-5 relative",
+          "[model]") {
+  for (const std::string norm : {"rmsnorm", "layernorm"}) {
+    INFO(norm);
+    ModelConfig c;
+    c.vocab_size = 11;
+    c.d_model = 32;
+    c.n_heads = 4;
+    c.n_kv_heads = 2;
+    c.d_ff = 24;
+    c.norm = norm;
+    c.qk_norm = true;
+    c.position = "rope";
+    auto grads = [&](bool fused) {
+      FusedKernelsScope scope(fused);
+      torch::manual_seed(4);
+      ModernLM model(c);
+      for (auto& p : model->named_parameters())
+        if (p.key().find("_norm.") != std::string::npos) p.value().data().normal_(1.0, 0.3);  // gains and shifts away from 1, 0
+      const auto tokens = torch::randint(0, 11, {3, 9}, torch::kLong);
+      const auto logits = model->forward(tokens);
+      (logits * torch::linspace(-1, 1, logits.numel()).view_as(logits)).sum().backward();
+      std::vector<torch::Tensor> out = {logits.detach()};
+      for (const auto& p : model->named_parameters()) out.push_back(p.value().grad().clone());
+      return out;
+    };
+    const auto a = grads(true), b = grads(false);
+    REQUIRE(a.size() == b.size());
+    // Both paths differ in more than QK-norm (the fused attention kernel against LibTorch's ops):
+    // 1e-5 relative to the tensor's largest value.
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double scale = std::max(1.0, b[i].abs().max().item<double>());
+      INFO("tensor " << i << ": max |Δ| " << (a[i] - b[i]).abs().max().item<double>() << ", max |value| " << scale);
+      CHECK((a[i] - b[i]).abs().max().item<double>() < 1e-5 * scale);
+    }
+  }
 }

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "model/aux_loss.h"
 #include "model/moe.h"
+#include "model/options.h"
 #include "model/sizes.h"
 
 using namespace lmx;
@@ -41,7 +42,7 @@ TEST_CASE("MoE: each row is the weighted sum of its top-k experts (a naive loop)
     INFO("E " << E << " k " << k << " shared " << S);
     torch::manual_seed(3);
     ModelConfig c = moe_config(E, k, S);
-    MoeFfnImpl moe(c);
+    MoeFfnImpl moe(moe_options(c));
     for (auto& p : moe.parameters()) p.data().normal_(0, 0.4);
     const auto x = torch::randn({2, 7, c.d_model});
     torch::NoGradGuard no_grad;
@@ -78,7 +79,7 @@ TEST_CASE("MoE load-balancing loss: E·Σ f_e·P_e (HF Mixtral), recorded in gra
           "[model][moe]") {
   torch::manual_seed(5);
   ModelConfig c = moe_config(4, 2, 0);
-  MoeFfnImpl moe(c);
+  MoeFfnImpl moe(moe_options(c));
   const auto x = torch::randn({3, 5, c.d_model});
   const auto r = moe.route(x.reshape({-1, c.d_model}));
   // closed form by loops
@@ -116,7 +117,7 @@ TEST_CASE("MoE: parameters as sizes.h counts them, FLOPs by the active experts, 
   Config cfg;
   cfg.model = moe_config(6, 2, 1);
   validate(cfg);
-  MoeFfnImpl moe(cfg.model);
+  MoeFfnImpl moe(moe_options(cfg.model));
   int64_t numel = 0;
   for (const auto& p : moe.parameters()) numel += p.numel();
   CHECK(numel == count_params(cfg.model).ffn_per_layer);

@@ -20,19 +20,18 @@ torch::Tensor take_aux_loss() {
   return out;
 }
 
-MoeFfnImpl::MoeFfnImpl(const ModelConfig& cfg) : top_k_(cfg.moe_top_k), aux_coef_(cfg.moe_aux_loss) {
-  const FfnOptions o = ffn_options(cfg, /*gated=*/true);
+MoeFfnImpl::MoeFfnImpl(const MoeOptions& o) : top_k_(o.top_k), aux_coef_(o.aux_loss) {
   const kernels::ActOp silu{kernels::ActKind::Silu};
-  router = register_module("router", make_linear(cfg.d_model, cfg.moe_experts, /*with_bias=*/false));
+  router = register_module("router", make_linear(o.expert.d_model, o.experts, /*with_bias=*/false));
   auto routed = register_module("experts", torch::nn::ModuleList());  // experts.N.*
-  for (int e = 0; e < cfg.moe_experts; ++e) {
-    experts.push_back(std::make_shared<GatedFfnImpl>(o, silu));
+  for (int64_t e = 0; e < o.experts; ++e) {
+    experts.push_back(std::make_shared<GatedFfnImpl>(o.expert, silu));
     routed->push_back(experts.back());
   }
-  if (cfg.moe_shared_experts > 0) {
+  if (o.shared > 0) {
     auto shared = register_module("shared_experts", torch::nn::ModuleList());
-    for (int s = 0; s < cfg.moe_shared_experts; ++s) {
-      shared_experts.push_back(std::make_shared<GatedFfnImpl>(o, silu));
+    for (int64_t s = 0; s < o.shared; ++s) {
+      shared_experts.push_back(std::make_shared<GatedFfnImpl>(o.expert, silu));
       shared->push_back(shared_experts.back());
     }
   }

@@ -16,14 +16,14 @@
 #include <memory>
 #include <vector>
 
-#include "config/config.h"
 #include "model/ffn.h"
+#include "model/options.h"
 
 namespace lmx {
 
 class MoeFfnImpl : public Ffn {
  public:
-  explicit MoeFfnImpl(const ModelConfig& cfg);
+  explicit MoeFfnImpl(const MoeOptions& o);
   torch::Tensor forward(const torch::Tensor& x) override;
 
   // The routing of rows x (N, C): the top-k experts of each row (N, k) int64 and their

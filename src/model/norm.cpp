@@ -138,11 +138,11 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
 }
 
 std::optional<Norm::RowKernel> LayerNormImpl::row_kernel() const {
-  return RowKernel{kernels::norm_kernels().layernorm_forward, weight, bias, eps_};
+  return RowKernel{kernels::norm_kernels().layernorm_forward, weight, bias, eps_, kernels::norm_kernels().layernorm_backward};
 }
 
 std::optional<Norm::RowKernel> RMSNormImpl::row_kernel() const {
-  return RowKernel{kernels::norm_kernels().rmsnorm_forward, weight, {}, eps_};
+  return RowKernel{kernels::norm_kernels().rmsnorm_forward, weight, {}, eps_, kernels::norm_kernels().rmsnorm_backward};
 }
 
 std::pair<torch::Tensor, torch::Tensor> LayerNormImpl::add_forward(const torch::Tensor& x, const torch::Tensor& a) {

@@ -18,12 +18,14 @@ namespace lmx {
 class Norm : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
-  // The norm as the fused row kernel takes it (the decoding engine): the forward kernel, γ, β
-  // (undefined: none) and ε. None for a norm the kernels do not run.
+  // The norm as the fused row kernels take it (the decoding engine, QK-norm): the forward
+  // kernel, γ, β (undefined: none), ε and the backward kernel. None for a norm the kernels do
+  // not run.
   struct RowKernel {
     kernels::NormFn fn = nullptr;
     torch::Tensor weight, bias;
     double eps = 0;
+    kernels::NormGradFn grad = nullptr;
   };
   virtual std::optional<RowKernel> row_kernel() const { return std::nullopt; }
   // A residual add and this norm: {h, N(h)} with h = x + a (a undefined: h = x). LayerNorm

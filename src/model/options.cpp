@@ -43,6 +43,10 @@ FfnOptions ffn_options(const ModelConfig& cfg, bool gated) {
   return {cfg.d_model, cfg.ffn_hidden(gated), cfg.bias, cfg.swish_beta};
 }
 
+MoeOptions moe_options(const ModelConfig& cfg) {
+  return {ffn_options(cfg, /*gated=*/true), cfg.moe_experts, cfg.moe_top_k, cfg.moe_shared_experts, cfg.moe_aux_loss};
+}
+
 BlockOptions block_options(const ModelConfig& cfg) {
   return {cfg.norm_placement != NormPlacement::Post, cfg.norm_placement == NormPlacement::Sandwich};
 }

@@ -45,6 +45,14 @@ struct FfnOptions {
   double swish_beta = 1.0;
 };
 
+// A mixture-of-experts FFN (model/moe.h): its experts' FFN options (SwiGLU), their numbers and
+// the load-balancing loss's coefficient.
+struct MoeOptions {
+  FfnOptions expert;
+  int64_t experts = 8, top_k = 2, shared = 0;
+  double aux_loss = 0.01;
+};
+
 // One block (model/block.h): where its norms sit.
 struct BlockOptions {
   bool pre_norm = true;  // x + f(N(x)) with a final norm; false: N(x + f(x)) (2017)
@@ -56,5 +64,6 @@ AttentionOptions attention_options(const ModelConfig& cfg);
 MlaOptions mla_options(const ModelConfig& cfg);
 FfnOptions ffn_options(const ModelConfig& cfg, bool gated);
 BlockOptions block_options(const ModelConfig& cfg);
+MoeOptions moe_options(const ModelConfig& cfg);
 
 }  // namespace lmx

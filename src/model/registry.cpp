@@ -238,7 +238,7 @@ const std::vector<Row<PositionMake>> kPositions = {
 [[maybe_unused]] const bool kBuiltinsAdded = [] {
   for (const auto& r : kFfns) add_ffn(r.entry, kernels::ActOp{r.act});
   add_ffn({"moe", "Σ top-k w_e·SwiGLU_e(x) (+ shared experts): mixture of experts (Mixtral)", moe_traits()},
-          [](const ModelConfig& c) -> std::shared_ptr<Ffn> { return std::make_shared<MoeFfnImpl>(c); });
+          [](const ModelConfig& c) -> std::shared_ptr<Ffn> { return std::make_shared<MoeFfnImpl>(moe_options(c)); });
   for (const auto& r : kNorms) add_norm(r.entry, r.make);
   for (const auto& r : kAttentions) add_attention(r.entry, r.make);
   for (const auto& r : kPositions) add_position(r.entry, r.make);

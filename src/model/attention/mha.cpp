@@ -1,15 +1,104 @@
 // Multi-head attention (Vaswani et al. 2017) with grouped KV heads: GQA (Ainslie et al.
 // 2023) for 1 < Hk < H, MQA (Shazeer 2019) for Hk = 1.
+#include <torch/autograd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <tuple>
 
+#include "kernels/cpu_kernels.h"
 #include "kernels/fused_attention.h"
+#include "kernels/parallel.h"
 #include "model/attention/attention.h"
 #include "model/linear.h"
 #include "model/norm.h"
 
 namespace lmx {
+
+namespace {
+
+// QK-norm on the packed projection as one autograd op: qkv (N, H + 2Hk, D) float32 contiguous
+// -> the same with each query row through the q norm's row kernel, each key row through the k
+// norm's, the value rows copied (one pass, no narrow / cat copies). Backward: dx by rows on
+// every thread, then dγ (dβ) summed over the rows in order on this one (NormFn's split, the
+// bits of one serial call); the value rows' gradient passes through. The kernels are the
+// decoding engine's, which runs the same rows one token at a time: the same bits.
+class QkNormFn : public torch::autograd::Function<QkNormFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv_in,
+                               const torch::Tensor& wq, const torch::Tensor& bq, const torch::Tensor& wk,
+                               const torch::Tensor& bk, int64_t H, int64_t Hk, double eps, int64_t fwd, int64_t bwd) {
+    const auto qkv = qkv_in.contiguous();
+    const int64_t D = qkv.size(-1), R = H + 2 * Hk, N = qkv.numel() / (R * D);
+    const bool layer = bq.numel() > 0;
+    auto out = torch::empty_like(qkv);
+    auto mean = torch::empty({layer ? N * R : 0}, qkv.options()), rstd = torch::empty({N * R}, qkv.options());
+    const auto fn = reinterpret_cast<kernels::NormFn>(fwd);
+    auto args = [&](const torch::Tensor& w, const torch::Tensor& b) {
+      return kernels::NormArgs{qkv.data_ptr<float>(), nullptr, w.data_ptr<float>(), layer ? b.data_ptr<float>() : nullptr,
+                               const_cast<float*>(qkv.data_ptr<float>()), out.data_ptr<float>(),
+                               layer ? mean.data_ptr<float>() : nullptr, rstd.data_ptr<float>(), D,
+                               static_cast<float>(eps)};
+    };
+    const auto aq = args(wq, bq), ak = args(wk, bk);
+    const float* x = qkv.data_ptr<float>();
+    float* y = out.data_ptr<float>();
+    kernels::parallel_for(N, 64, [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n) {
+        fn(aq, n * R, n * R + H);
+        fn(ak, n * R + H, n * R + H + Hk);
+        std::memcpy(y + (n * R + H + Hk) * D, x + (n * R + H + Hk) * D, Hk * D * sizeof(float));
+      }
+    });
+    ctx->save_for_backward({qkv, wq, wk, mean, rstd});
+    ctx->saved_data["H"] = H;
+    ctx->saved_data["Hk"] = Hk;
+    ctx->saved_data["bwd"] = bwd;
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &qkv = saved[0], &wq = saved[1], &wk = saved[2], &mean = saved[3], &rstd = saved[4];
+    const int64_t H = ctx->saved_data["H"].toInt(), Hk = ctx->saved_data["Hk"].toInt();
+    const auto grad_fn = reinterpret_cast<kernels::NormGradFn>(ctx->saved_data["bwd"].toInt());
+    const int64_t D = qkv.size(-1), R = H + 2 * Hk, N = qkv.numel() / (R * D);
+    const bool layer = mean.numel() > 0;
+    const auto dy = grads[0].contiguous();
+    auto dx = torch::empty_like(qkv);
+    auto dwq = torch::zeros({D}, qkv.options()), dwk = torch::zeros({D}, qkv.options());
+    auto dbq = layer ? torch::zeros({D}, qkv.options()) : torch::Tensor();
+    auto dbk = layer ? torch::zeros({D}, qkv.options()) : torch::Tensor();
+    auto args = [&](const torch::Tensor& w, torch::Tensor& dw, torch::Tensor& db) {
+      return kernels::NormGradArgs{qkv.data_ptr<float>(), w.data_ptr<float>(), layer ? mean.data_ptr<float>() : nullptr,
+                                   rstd.data_ptr<float>(), dy.data_ptr<float>(), nullptr, dx.data_ptr<float>(),
+                                   dw.data_ptr<float>(), layer ? db.data_ptr<float>() : nullptr, D};
+    };
+    const auto gq = args(wq, dwq, dbq), gk = args(wk, dwk, dbk);
+    auto dx_only = [](kernels::NormGradArgs a) { a.dw = a.db = nullptr; return a; };
+    auto dw_only = [](kernels::NormGradArgs a) { a.dx = nullptr; return a; };
+    const auto xq = dx_only(gq), xk = dx_only(gk);
+    const float* pdy = dy.data_ptr<float>();
+    float* pdx = dx.data_ptr<float>();
+    kernels::parallel_for(N, 64, [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n) {
+        grad_fn(xq, n * R, n * R + H);
+        grad_fn(xk, n * R + H, n * R + H + Hk);
+        std::memcpy(pdx + (n * R + H + Hk) * D, pdy + (n * R + H + Hk) * D, Hk * D * sizeof(float));
+      }
+    });
+    const auto wq_only = dw_only(gq), wk_only = dw_only(gk);
+    for (int64_t n = 0; n < N; ++n) {
+      grad_fn(wq_only, n * R, n * R + H);
+      grad_fn(wk_only, n * R + H, n * R + H + Hk);
+    }
+    return {dx, dwq, dbq, dwk, dbk, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o, std::shared_ptr<Position> position,
                                                std::shared_ptr<Norm> qn, std::shared_ptr<Norm> kn)
@@ -37,6 +126,13 @@ torch::Tensor MultiHeadAttentionImpl::qkv(const torch::Tensor& x) {
   auto out = linear_2d(x, w, b).view({x.size(0), x.size(1), n_heads_ + 2 * n_kv_heads_, head_dim_});
   if (!q_norm) return out;
   const int64_t H = n_heads_, Hk = n_kv_heads_;
+  const auto kq = q_norm->row_kernel(), kk = k_norm->row_kernel();
+  if (kq && kk && kq->grad && fused_kernels_take(out)) {
+    const auto none = torch::empty({0}, out.options());
+    return QkNormFn::apply(out, kq->weight, kq->bias.defined() ? kq->bias : none, kk->weight,
+                           kk->bias.defined() ? kk->bias : none, H, Hk, kq->eps,
+                           reinterpret_cast<int64_t>(kq->fn), reinterpret_cast<int64_t>(kq->grad));
+  }
   return torch::cat({q_norm->forward(out.narrow(2, 0, H)), k_norm->forward(out.narrow(2, H, Hk)),
                      out.narrow(2, H + Hk, Hk)}, 2);
 }
