@@ -18,6 +18,21 @@ namespace lmx {
 
 namespace {
 
+// For each of N tokens of a packed (N, H + 2Hk, D) projection, tokens split over the threads:
+// rows(first, end) on its query rows, then on its key rows (row indices of the flattened
+// (N·(H + 2Hk), D) layout), then values(first) with the first of its Hk value rows.
+template <class Query, class Key, class Values>
+void per_token(int64_t N, int64_t H, int64_t Hk, const Query& query, const Key& key, const Values& values) {
+  const int64_t R = H + 2 * Hk;
+  kernels::parallel_for(N, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      query(n * R, n * R + H);
+      key(n * R + H, n * R + H + Hk);
+      values(n * R + H + Hk);
+    }
+  });
+}
+
 // QK-norm on the packed projection as one autograd op: qkv (N, H + 2Hk, D) float32 contiguous
 // -> the same with each query row through the q norm's row kernel, each key row through the k
 // norm's, the value rows copied (one pass, no narrow / cat copies). Backward: dx by rows on
@@ -44,13 +59,9 @@ class QkNormFn : public torch::autograd::Function<QkNormFn> {
     const auto aq = args(wq, bq), ak = args(wk, bk);
     const float* x = qkv.data_ptr<float>();
     float* y = out.data_ptr<float>();
-    kernels::parallel_for(N, 64, [&](int64_t begin, int64_t end) {
-      for (int64_t n = begin; n < end; ++n) {
-        fn(aq, n * R, n * R + H);
-        fn(ak, n * R + H, n * R + H + Hk);
-        std::memcpy(y + (n * R + H + Hk) * D, x + (n * R + H + Hk) * D, Hk * D * sizeof(float));
-      }
-    });
+    per_token(
+        N, H, Hk, [&](int64_t a, int64_t b) { fn(aq, a, b); }, [&](int64_t a, int64_t b) { fn(ak, a, b); },
+        [&](int64_t r) { std::memcpy(y + r * D, x + r * D, Hk * D * sizeof(float)); });
     ctx->save_for_backward({qkv, wq, wk, mean, rstd});
     ctx->saved_data["H"] = H;
     ctx->saved_data["Hk"] = Hk;
@@ -82,13 +93,9 @@ class QkNormFn : public torch::autograd::Function<QkNormFn> {
     const auto xq = dx_only(gq), xk = dx_only(gk);
     const float* pdy = dy.data_ptr<float>();
     float* pdx = dx.data_ptr<float>();
-    kernels::parallel_for(N, 64, [&](int64_t begin, int64_t end) {
-      for (int64_t n = begin; n < end; ++n) {
-        grad_fn(xq, n * R, n * R + H);
-        grad_fn(xk, n * R + H, n * R + H + Hk);
-        std::memcpy(pdx + (n * R + H + Hk) * D, pdy + (n * R + H + Hk) * D, Hk * D * sizeof(float));
-      }
-    });
+    per_token(
+        N, H, Hk, [&](int64_t a, int64_t b) { grad_fn(xq, a, b); }, [&](int64_t a, int64_t b) { grad_fn(xk, a, b); },
+        [&](int64_t r) { std::memcpy(pdx + r * D, pdy + r * D, Hk * D * sizeof(float)); });
     const auto wq_only = dw_only(gq), wk_only = dw_only(gk);
     for (int64_t n = 0; n < N; ++n) {
       grad_fn(wq_only, n * R, n * R + H);
