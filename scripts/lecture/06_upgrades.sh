@@ -184,6 +184,11 @@ What each change costs a training step is measured by \`lmx bench\` and recorded
 machine and commit, in docs/PERFORMANCE.md ("Components after Llama"); U3 is the comparison
 that charges it.
 EOM
+  # The hand-written discussion of the committed run (a full run's page only).
+  if [[ "$PAGE" == "$ROOT/docs/UPGRADES.md" && -f "$ROOT/docs/upgrades_notes.md" ]]; then
+    echo
+    cat "$ROOT/docs/upgrades_notes.md"
+  fi
 } > "$PAGE"
 
 lecture_done
