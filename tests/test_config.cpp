@@ -269,6 +269,8 @@ TEST_CASE("the components after Llama: bad combinations are refused in one line 
   CHECK(refused("model:\n  ffn: moe\n  moe_experts: 4\n  moe_top_k: 4\n") == "accepted");
   CHECK_THAT(refused("model:\n  max_seq_len: 64\n  sliding_window: 65\n"),
              Catch::Contains("model.sliding_window (65) exceeds model.max_seq_len (64)"));
+  CHECK_THAT(refused("model:\n  attention: mla\n  position: rope\n  attn_softcap: 50\n"),
+             Catch::Contains("model.attn_softcap needs model.attention mha, not mla"));
   CHECK_THAT(refused("model:\n  attention: mla\n  position: rope\n  sliding_window: 8\n"),
              Catch::Contains("model.sliding_window needs model.attention mha, not mla"));
   CHECK(refused("model:\n  moe_experts: 2\n  moe_top_k: 3\n") == "accepted");  // not read without ffn moe

@@ -144,6 +144,7 @@ TEST_CASE("the engine says why it leaves a model to the modules", "[infer]") {
   CHECK_THAT(why([](ModelConfig& c) { c.sliding_window = 8, c.window_global_every = 2; }),
              Catch::Contains("layer 0 attends in a sliding window of 8"));
   CHECK_THAT(why([](ModelConfig& c) { c.ffn = "moe"; }), Catch::Contains("FFN 'moe' is not one the engine runs"));
+  CHECK_THAT(why([](ModelConfig& c) { c.attn_softcap = 50; }), Catch::Contains("layer 0 soft-caps its attention scores"));
   {
     FusedKernelsScope off(false);
     CHECK_THAT(why([](ModelConfig&) {}), Catch::Contains("LMX_FUSED_ATTENTION=0"));

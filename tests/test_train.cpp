@@ -398,7 +398,7 @@ TEST_CASE("the components after Llama train: relu2, soft-cap, z-loss, init, Adam
       {"model.init=gpt2"},           {"model.init=zero_proj"},   {"train.optimizer=adam"},
       {"train.optimizer=muon"},      {"train.warmup_frac=0.1"},  {"model.qk_norm=true"},
       {"model.norm_placement=sandwich"}, {"model.sliding_window=8", "model.window_global_every=2"},
-      {"model.ffn=moe", "model.moe_experts=4", "model.d_ff=64"},
+      {"model.ffn=moe", "model.moe_experts=4", "model.d_ff=64"}, {"model.attn_softcap=50"},
   };
   for (const auto& sets : variants) {
     DYNAMIC_SECTION(sets[0]) {

@@ -72,6 +72,8 @@ FIXTURES = {
     # sliding-window attention of 3 in layer 0, layer 1 global (window_global_every 2, Gemma 2's pattern), RoPE, GQA
     "sliding_window": dict(sliding_window=3, window_global_every=2, position="rope", norm="rmsnorm", ffn="swiglu",
                            n_kv_heads=2, bias=False),
+    # attention scores soft-capped at 0.5 (Gemma 2's c·tanh(s/c) after the 1/√d scale, before the mask), RoPE
+    "attn_softcap": dict(attn_softcap=0.5, position="rope", norm="rmsnorm", ffn="geglu", bias=False),
 }
 
 GATED = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}
@@ -251,7 +253,11 @@ def attention(c, P, prefix, x):
         # Hugging Face repeat_kv: (B, Hk, T, D) -> (B, Hk·n_rep, T, D)
         k = k[:, :, None].expand(B, Hk, H // Hk, T, D).reshape(B, H, T, D)
         v = v[:, :, None].expand(B, Hk, H // Hk, T, D).reshape(B, H, T, D)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(D) + score_bias(c, P, prefix, H, T)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(D)
+        cap = c.get("attn_softcap", 0.0)
+        if cap > 0:  # Gemma 2: attn_weights = tanh(attn_weights / cap) * cap, before the mask
+            scores = cap * torch.tanh(scores / cap)
+        scores = scores + score_bias(c, P, prefix, H, T)
     y = softmax_causal(scores, layer_window(c, prefix)) @ v  # (B, H, T, D)
     return linear(P, prefix + ".o_proj", y.transpose(1, 2).reshape(B, T, H * D))
 

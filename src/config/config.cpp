@@ -312,6 +312,8 @@ void validate(const Config& cfg) {
         fmt::format("model.sliding_window ({}) exceeds model.max_seq_len ({}): the window would never slide",
                     m.sliding_window, m.max_seq_len),
         "use a window below the context, or 0 for full attention");
+  check(m.attn_softcap == 0 || !latent, cfg,
+        fmt::format("model.attn_softcap needs model.attention mha, not {}", m.attention));
   check(!m.qk_norm || !latent, cfg, fmt::format("model.qk_norm needs model.attention mha, not {}", m.attention),
         "MLA normalizes its latents instead (model.mla_latent_norm)");
   for (const registry::Traits* row : {&registry::ffn(m), &registry::norm(m), &registry::attention(m), &registry::position(m)})

@@ -85,6 +85,7 @@ struct ModelConfig {
   bool qk_norm = false;        // mha: model.norm over each head's q and k (gains of head_dim), before RoPE
   int sliding_window = 0;      // mha: > 0: a query sees the last W positions (itself included); 0 = all
   int window_global_every = 0; // sliding_window: every k-th layer (i % k == k − 1) attends to all; 0 = none
+  double attn_softcap = 0;     // mha: > 0: attention scores c·tanh(s/c) before the softmax (Gemma 2: 50); 0 = off
   int mla_kv_rank = 32;        // MLA: rank of the cached KV latent c = W_DKV·x
   int mla_q_rank = 0;          // MLA: rank of the query latent; 0 = full-rank queries
   int mla_rope_dim = 8;        // MLA: per-head width of the decoupled RoPE part (0 = none)

@@ -87,6 +87,8 @@ std::string hf_llama_blocker(const ModelConfig& m) {
   if (m.bias) return "model.bias is true (Llama: no biases)";
   if (m.sliding_window > 0)
     return fmt::format("model.sliding_window is {} (Llama has none; Mistral's and Gemma 2's are not exported)", m.sliding_window);
+  if (m.attn_softcap > 0)
+    return fmt::format("model.attn_softcap is {} (Llama has no soft-cap; lmx exports Llama only, not Gemma 2)", m.attn_softcap);
   if (m.qk_norm) return "model.qk_norm is true (Llama has no QK-norm; lmx exports Llama only, not OLMo 2 or Qwen 3)";
   if (m.logit_softcap > 0)
     return fmt::format("model.logit_softcap is {} (Llama has no soft-cap; lmx exports Llama only, not Gemma 2)",

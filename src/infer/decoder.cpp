@@ -135,6 +135,8 @@ std::string Decoder::unsupported(const ModernLM& model) {
     const auto block = model->block(i);
     const auto* mha = dynamic_cast<const MultiHeadAttentionImpl*>(block->self_attn.get());
     if (!mha) return fmt::format("layer {}'s attention is '{}'; the engine runs MHA, GQA and MQA", i, cfg.attention);
+    if (mha->softcap() > 0)
+      return fmt::format("layer {} soft-caps its attention scores: the engine's decode kernel has no cap", i);
     if (mha->window() > 0)
       return fmt::format("layer {} attends in a sliding window of {}: the engine's cache has no window", i, mha->window());
     if (!mha->takes_packed(w) || !known_position(mha->position().get()))

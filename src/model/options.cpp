@@ -20,7 +20,7 @@ RopeOptions rope_options(const ModelConfig& cfg, int64_t dim) {
 }
 
 AttentionOptions attention_options(const ModelConfig& cfg) {
-  return {cfg.d_model, cfg.n_heads, cfg.kv_heads(), cfg.dim_head(), cfg.bias};
+  return {cfg.d_model, cfg.n_heads, cfg.kv_heads(), cfg.dim_head(), cfg.bias, cfg.attn_softcap};
 }
 
 MlaOptions mla_options(const ModelConfig& cfg) {

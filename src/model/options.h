@@ -26,6 +26,7 @@ struct RopeOptions {
 struct AttentionOptions {
   int64_t d_model = 64, n_heads = 4, n_kv_heads = 4, head_dim = 16;
   bool bias = true;
+  double softcap = 0;  // > 0: scores c·tanh(s/c) (model.attn_softcap)
 };
 
 // Multi-head latent attention (DeepSeek-V2).

@@ -36,8 +36,10 @@ torch::Tensor causal_softmax(const torch::Tensor& scores, int64_t q_start, int64
 }
 
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& bias, double scale, int64_t q_start, int64_t window) {
+                               const torch::Tensor& bias, double scale, int64_t q_start, int64_t window,
+                               double softcap) {
   auto scores = q.matmul(k.transpose(-2, -1)) * scale;  // (B, H, Tq, Tk)
+  if (softcap > 0) scores = torch::tanh(scores / softcap) * softcap;
   if (bias.defined()) scores = scores + bias.to(scores.scalar_type());
   return causal_softmax(scores, q_start, window).matmul(v);  // (B, H, Tq, Dv)
 }

@@ -51,9 +51,11 @@ class Attention : public torch::nn::Module {
 
 // Masked softmax attention. q (B, H, Tq, Dqk), k (B, H|1, Tk, Dqk), v (B, H|1, Tk, Dv); the
 // queries sit at positions [q_start, q_start + Tq), the keys at [0, Tk). bias (H, Tq, Tk) or
-// undefined; window > 0: a query at p sees the keys at (p − window, p] only. -> (B, H, Tq, Dv).
+// undefined; window > 0: a query at p sees the keys at (p − window, p] only; softcap > 0: the
+// scaled scores c·tanh(s/c) before the bias and mask (Gemma 2). -> (B, H, Tq, Dv).
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& bias, double scale, int64_t q_start, int64_t window = 0);
+                               const torch::Tensor& bias, double scale, int64_t q_start, int64_t window = 0,
+                               double softcap = 0);
 // Softmax of masked scores (B, H, Tq, Tk) with queries at [q_start, ...) -> probabilities.
 torch::Tensor causal_softmax(const torch::Tensor& scores, int64_t q_start, int64_t window = 0);
 // Appends t to (*cache)[slot] along dim (creating the slot) and returns the whole cached tensor.
@@ -77,11 +79,13 @@ class MultiHeadAttentionImpl : public Attention {
 
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   std::shared_ptr<Norm> q_norm, k_norm;  // QK-norm, or null
+  double softcap() const { return softcap_; }  // model.attn_softcap (0: none)
 
  private:
   torch::Tensor qkv(const torch::Tensor& x);  // (B, T, H + 2Hk, D), one GEMM (then QK-norm)
   bool rotate_only() const;
   int64_t n_heads_, n_kv_heads_, head_dim_;
+  double softcap_ = 0;
 };
 TORCH_MODULE(MultiHeadAttention);
 

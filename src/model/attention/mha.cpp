@@ -109,7 +109,7 @@ class QkNormFn : public torch::autograd::Function<QkNormFn> {
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o, std::shared_ptr<Position> position,
                                                std::shared_ptr<Norm> qn, std::shared_ptr<Norm> kn)
-    : n_heads_(o.n_heads), n_kv_heads_(o.n_kv_heads), head_dim_(o.head_dim) {
+    : n_heads_(o.n_heads), n_kv_heads_(o.n_kv_heads), head_dim_(o.head_dim), softcap_(o.softcap) {
   const int64_t C = o.d_model, H = n_heads_, Hk = n_kv_heads_, D = head_dim_;
   q_proj = register_module("q_proj", make_linear(C, H * D, /*with_bias=*/o.bias));
   k_proj = register_module("k_proj", make_linear(C, Hk * D, /*with_bias=*/o.bias));
@@ -150,7 +150,7 @@ bool MultiHeadAttentionImpl::rotate_only() const {
 }
 
 bool MultiHeadAttentionImpl::takes_packed(const torch::Tensor& x) const {
-  return window_ == 0 && rotate_only() && fused_attention_supported(x, head_dim_);
+  return window_ == 0 && softcap_ == 0 && rotate_only() && fused_attention_supported(x, head_dim_);
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward_packed(const torch::Tensor& x, const std::vector<int64_t>& lengths) {
@@ -204,7 +204,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
     v = v.repeat_interleave(H / Hk, /*dim=*/1);
   }
   auto bias = position_->score_bias(start, T, Tk, x.device());  // (H, T, Tk) or undefined
-  auto y = causal_attention(q, k, v, bias, scale, start, window_);  // (B, H, T, D)
+  auto y = causal_attention(q, k, v, bias, scale, start, window_, softcap_);  // (B, H, T, D)
   return linear_2d(y.transpose(1, 2).reshape({B, T, H * D}), o_proj);       // (B, T, C)
 }
 
