@@ -156,20 +156,15 @@ Traits rope_traits() {
 
 // The MoE FFN's row: E routed SwiGLU experts of width d_ff (gated: d_ff auto is a gated width),
 // top-k of them and the shared ones per token, a C -> E router.
-int64_t moe_expert_params(const ModelConfig& c) {
-  const int64_t C = c.d_model, F = c.ffn_hidden(true);
-  return size_add(size_mul(3, size_mul(C, F)), c.bias ? size_add(size_mul(2, F), C) : 0);
-}
 Traits moe_traits() {
   Traits t = gated();
   t.params = [](const ModelConfig& c) {
     return size_add(size_mul(c.d_model, c.moe_experts),
-                    size_mul(moe_expert_params(c), static_cast<int64_t>(c.moe_experts) + c.moe_shared_experts));
+                    size_mul(gated_ffn_params(c, c.bias), static_cast<int64_t>(c.moe_experts) + c.moe_shared_experts));
   };
   t.active_matmul = [](const ModelConfig& c) {
     return size_add(size_mul(c.d_model, c.moe_experts),
-                    size_mul(size_mul(3, size_mul(c.d_model, c.ffn_hidden(true))),
-                             static_cast<int64_t>(c.moe_top_k) + c.moe_shared_experts));
+                    size_mul(gated_ffn_params(c, false), static_cast<int64_t>(c.moe_top_k) + c.moe_shared_experts));
   };
   t.model_check = [](const ModelConfig& c) -> std::string {
     if (c.moe_top_k > c.moe_experts)

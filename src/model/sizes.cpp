@@ -54,10 +54,14 @@ std::vector<Linear> attention_linears(const ModelConfig& cfg) {
   return {{C, size_mul(H, D)}, {C, size_mul(Hk, D)}, {C, size_mul(Hk, D)}, {size_mul(H, D), C}};
 }
 
+std::vector<Linear> gated_linears(const ModelConfig& cfg) {
+  const int64_t C = cfg.d_model, F = cfg.ffn_hidden(true);
+  return {{C, F}, {C, F}, {F, C}};
+}
+
 std::vector<Linear> ffn_linears(const ModelConfig& cfg) {
-  const bool gated = registry::ffn(cfg).gated;
-  const int64_t C = cfg.d_model, F = cfg.ffn_hidden(gated);
-  if (gated) return {{C, F}, {C, F}, {F, C}};
+  if (registry::ffn(cfg).gated) return gated_linears(cfg);
+  const int64_t C = cfg.d_model, F = cfg.ffn_hidden(false);
   return {{C, F}, {F, C}};
 }
 
@@ -102,6 +106,12 @@ int match_d_ff(ModelConfig m, int vocab, int64_t target) {
     if (best_gap < 0 || gap < best_gap) best = f, best_gap = gap;
   }
   return best;
+}
+
+int64_t gated_ffn_params(const ModelConfig& cfg, bool bias) {
+  int64_t n = 0;
+  for (const auto& l : gated_linears(cfg)) n = size_add(n, linear_params(l, bias));
+  return n;
 }
 
 ParamCounts count_params(const ModelConfig& cfg) {

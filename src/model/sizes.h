@@ -39,6 +39,9 @@ struct ParamCounts {
 
 // Requires cfg.vocab_size > 0 (throws InputError otherwise).
 ParamCounts count_params(const ModelConfig& cfg);
+// One gated FFN's parameters (gate and up C -> F, down F -> C, F = ffn_hidden(true)), with or
+// without its biases: the MoE row's experts.
+int64_t gated_ffn_params(const ModelConfig& cfg, bool bias);
 
 // What incremental decoding keeps per token. MHA/GQA/MQA cache K and V: 2·Hk·D numbers per
 // token per layer; MLA caches the latent c (Rkv) and the shared RoPE key part (R).
