@@ -61,6 +61,13 @@ TEST_CASE("malformed configs name the file and key", "[config]") {
     auto p = dir.write("u.yaml", "model:\n  d_model: 64\n  n_haeds: 4\n");
     expect_config_error(p, {"u.yaml:3:3", "model.n_haeds", "n_heads"});
   }
+  SECTION("a retired key, with what replaced it (in a file and in --set)") {
+    auto p = dir.write("r.yaml", "train:\n  split_batch: false\n");
+    expect_config_error(p, {"r.yaml:2:3", "train.split_batch", "train.step_parts", "step_parts: 1"});
+    Config c;
+    CHECK_THROWS_WITH(apply_override(c, "train.split_batch=true"),
+                      Catch::Contains("--set train.split_batch=true") && Catch::Contains("step_parts: 2"));
+  }
   SECTION("unknown section") {
     auto p = dir.write("s.yaml", "modle:\n  d_model: 64\n");
     expect_config_error(p, {"s.yaml:1:1", "modle", "model"});

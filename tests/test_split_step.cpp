@@ -1,6 +1,6 @@
-// The split training step (train.split_batch; train/trainer.h: step_parts, split_step): on
-// several threads a step runs each part of its batch on a thread of its own and sums the parts'
-// gradients. The
+// The split training step (train.step_parts; train/trainer.h: step_parts, split_step): a step
+// runs each part of its batch on its own (on several threads, each on a thread of its own) and
+// sums the parts' gradients. The
 // reference is the step that already exists: the same parts as micro-batches, one after the
 // other on one thread, whose gradients LibTorch accumulates part by part. With two parts both sum
 // the same two gradients, so the bits must be the same; with more micro-batches than parts only
@@ -39,13 +39,13 @@ struct SplitOutcome {
   StepResult step;
   std::vector<torch::Tensor> grads, params;
 };
-// One step of a fresh model (seed 5) at `threads` threads, train.split_batch on.
-SplitOutcome split_outcome(const ModelConfig& mc, const std::vector<MicroBatch>& micro, int threads) {
+// One step of a fresh model (seed 5) at `threads` threads in `parts` parts.
+SplitOutcome split_outcome(const ModelConfig& mc, const std::vector<MicroBatch>& micro, int threads, int parts = 2) {
   ThreadsScope t(threads);
   torch::manual_seed(5);
   ModernLM model(mc);
   TrainConfig tc;
-  tc.split_batch = true;
+  tc.step_parts = parts;
   auto opt = make_optimizer(model, tc);
   SplitOutcome o;
   o.step = train_step(model, *opt, micro, 1e-2, 1.0, Precision::Fp32, -1, step_parts(tc, torch::kCPU));
@@ -125,50 +125,64 @@ TEST_CASE("split_step: sequences cut nearest the token midpoint, row blocks, mic
   CHECK(rows1 == std::vector<int64_t>{4, 4, 1});
 }
 
-TEST_CASE("step_parts: the threads with train.split_batch on the CPU at --threads <= 2; else 1", "[train][split]") {
-  TrainConfig on;
-  on.split_batch = true;
-  const TrainConfig off;  // the default: each op split over the threads
-  {
-    ThreadsScope t(1);
-    CHECK(step_parts(on, torch::kCPU) == 1);
+TEST_CASE("step_parts: train.step_parts on the CPU at any thread count, 1 elsewhere; at once on <= 2 threads",
+          "[train][split]") {
+  TrainConfig tc;
+  CHECK(tc.step_parts == 2);  // the default
+  tc.step_parts = 3;
+  for (int threads : {1, 2, 3}) {
+    ThreadsScope t(threads);
+    CHECK(step_parts(tc, torch::kCPU) == 3);
+    CHECK(step_parts(tc, c10::Device(torch::kCUDA, 0)) == 1);
+    // At once where LibTorch's own ops run on one thread (--threads <= 2), else one after another.
+    CHECK(concurrent_parts(torch::kCPU) == (threads <= 2 ? threads : 1));
   }
-  ThreadsScope t(2);
-  CHECK(step_parts(on, torch::kCPU) == 2);
-  CHECK(step_parts(off, torch::kCPU) == 1);
-  CHECK(step_parts(on, c10::Device(torch::kCUDA, 0)) == 1);
 }
 
-TEST_CASE("parallel_parts: every part once, each on one thread of its own, the first error rethrown",
+TEST_CASE("parallel_parts: every part once, at once on up to `threads` threads, the first error rethrown",
           "[train][split]") {
   ThreadsScope t(2);
-  for (int n : {1, 2, 3, 2}) {
+  // {parts, threads}: one thread each; more parts than threads (part i on thread i mod threads);
+  // one thread or one part: one after another on the caller, with its threads.
+  for (auto [n, threads] : std::vector<std::pair<int, int>>{{1, 2}, {2, 2}, {3, 3}, {3, 2}, {2, 1}, {3, 1}}) {
     std::vector<int> seen(n, 0), share(n, 0);
     std::vector<std::thread::id> ids(n);
-    kernels::parallel_parts(n, [&](int part) {
-      ++seen[part];
-      share[part] = runtime::threads();
-      ids[part] = std::this_thread::get_id();
-    });
-    INFO(n << " parts");
+    kernels::parallel_parts(
+        n,
+        [&](int part) {
+          ++seen[part];
+          share[part] = runtime::threads();
+          ids[part] = std::this_thread::get_id();
+        },
+        threads);
+    INFO(n << " parts on " << threads << " threads");
     CHECK(seen == std::vector<int>(n, 1));
-    CHECK(ids[0] == std::this_thread::get_id());
-    for (int i = 1; i < n; ++i) CHECK(ids[i] != ids[0]);
-    if (n > 1) CHECK(share == std::vector<int>(n, 1));
+    const int used = std::min(n, threads);
+    for (int i = 0; i < n; ++i) {
+      CHECK((ids[i] == ids[i % used]));
+      if (i >= used) continue;
+      CHECK((ids[i] == std::this_thread::get_id()) == (i == 0));
+    }
+    CHECK(share == std::vector<int>(n, used > 1 ? 1 : 2));
     CHECK(runtime::threads() == 2);  // the caller's count is back
   }
-  std::atomic<int> ran{0};
-  CHECK_THROWS_WITH(kernels::parallel_parts(3,
-                                 [&](int part) {
-                                   ++ran;
-                                   if (part >= 1) throw std::runtime_error("part " + std::to_string(part));
-                                 }),
-                    "part 1");
-  CHECK(ran == 3);
-  CHECK(runtime::threads() == 2);
+  for (int threads : {3, 1}) {
+    std::atomic<int> ran{0};
+    CHECK_THROWS_WITH(kernels::parallel_parts(
+                          3,
+                          [&](int part) {
+                            ++ran;
+                            if (part >= 1) throw std::runtime_error("part " + std::to_string(part));
+                          },
+                          threads),
+                      "part 1");
+    CHECK(ran == (threads > 1 ? 3 : 2));  // at once every part ran; one after another the loop ends at the error
+    CHECK(runtime::threads() == 2);
+  }
 }
 
-TEST_CASE("a step on two threads is its two parts' step on one thread, bit for bit", "[train][split]") {
+TEST_CASE("a step in two parts: the same bits on 1, 2 and 3 threads, and its parts' step as micro-batches in one pass",
+          "[train][split]") {
   struct Case {
     const char* name;
     ModelConfig cfg;
@@ -189,16 +203,19 @@ TEST_CASE("a step on two threads is its two parts' step on one thread, bit for b
       const auto parts = split_step({whole}, 2);
       REQUIRE(parts.size() == 2);
       const SplitOutcome two = split_outcome(c.cfg, {whole}, 2);
-      const SplitOutcome one = split_outcome(c.cfg, flat(parts), 1);
+      const SplitOutcome one = split_outcome(c.cfg, flat(parts), 1, /*parts=*/1);
       require_same_bits(two, one);
-      // And the whole batch's step on one thread, up to rounding.
-      const SplitOutcome plain = split_outcome(c.cfg, {whole}, 1);
+      // At once on two threads, one after another on one, and on three (each op over them).
+      require_same_bits(split_outcome(c.cfg, {whole}, 1), two);
+      require_same_bits(split_outcome(c.cfg, {whole}, 3), two);
+      // And the whole batch's step in one pass, up to rounding.
+      const SplitOutcome plain = split_outcome(c.cfg, {whole}, 1, /*parts=*/1);
       lmx::test::check_same_step(two.step, two.grads, plain.step, plain.grads);
     }
   }
 }
 
-TEST_CASE("micro-batches split over two threads: the whole batch's step up to rounding, the same bits every time",
+TEST_CASE("micro-batches dealt to two parts: the whole batch's step up to rounding, the same bits every time",
           "[train][split]") {
   const ModelConfig mc = lmx::test::fused_model("alibi", "rmsnorm", "pre", "swiglu", 2, false);
   torch::manual_seed(11);
@@ -208,6 +225,7 @@ TEST_CASE("micro-batches split over two threads: the whole batch's step up to ro
   const SplitOutcome two = split_outcome(mc, micro, 2);
   const SplitOutcome again = split_outcome(mc, micro, 2);
   require_same_bits(again, two);
-  const SplitOutcome one = split_outcome(mc, {{b.inputs, b.targets, {}}}, 1);
+  require_same_bits(split_outcome(mc, micro, 1), two);  // the same lists one after another
+  const SplitOutcome one = split_outcome(mc, {{b.inputs, b.targets, {}}}, 1, /*parts=*/1);
   lmx::test::check_same_step(two.step, two.grads, one.step, one.grads);
 }

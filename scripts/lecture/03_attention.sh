@@ -18,7 +18,7 @@ probe mla mla
 # data). Seed 0's is converted with every init, continued and compared with from-scratch runs;
 # seeds 1 to 4 repeat the mean / first comparison (A4b, A4c) on four more source models (5 in
 # all: A4c's verdict on 3 moved with rounding alone).
-train=(-q --threads 1 train "$ROOT/configs/textbook.yaml")
+train=(-q --threads 1 train "$ROOT/configs/textbook.yaml" "${ONE_PASS[@]}")
 ((QUICK)) && train+=(--set train.steps=30 --set train.eval_every=0 "${TINY[@]}")
 in_parallel slot "$LMX" "${train[@]}" --seeds 0 --out "$RUNS/mha" > /dev/null
 if followups; then in_parallel slot "$LMX" "${train[@]}" --seeds 1,2,3,4 --out "$RUNS/mha-more" > /dev/null; fi
@@ -29,7 +29,7 @@ wait_all
 uptrain_pair() {
   local kv="$1" src="$2" quick=()
   ((QUICK)) && quick=(--steps 3,6)
-  "$LMX" -q --threads 1 uptrain "$RUNS/mha/seed0/model.safetensors" --kv-heads "$kv" --init mean,first,random \
+  "$LMX" -q --threads 1 uptrain "$RUNS/mha/seed0/model.safetensors" --kv-heads "$kv" --init mean,first,random "${ONE_PASS[@]}" \
     "${quick[@]}" --out "$RUNS/uptrain-kv$kv" > /dev/null || return
   if followups; then uptrain_source "$src"; fi
 }
@@ -37,7 +37,7 @@ uptrain_pair() {
 uptrain_source() {
   local quick=()
   ((QUICK)) && quick=(--steps 3,6)
-  "$LMX" -q --threads 1 uptrain "$RUNS/mha-more/seed$1/model.safetensors" --kv-heads 2,1 --init mean,first \
+  "$LMX" -q --threads 1 uptrain "$RUNS/mha-more/seed$1/model.safetensors" --kv-heads 2,1 --init mean,first "${ONE_PASS[@]}" \
     --no-scratch "${quick[@]}" --out "$RUNS/uptrain-src$1" > /dev/null
 }
 # uptrain_lr SRC: A4c's intervention (issue 45): source SRC to GQA (2 KV heads) by mean, 5% of the
@@ -46,7 +46,7 @@ uptrain_lr() {
   local steps=75 ckpt="$RUNS/mha-more/seed$1/model.safetensors"  # 5% of the sources' 1500 steps
   ((QUICK)) && steps=3
   (($1 == 0)) && ckpt="$RUNS/mha/seed0/model.safetensors"
-  "$LMX" -q --threads 1 uptrain "$ckpt" --kv-heads 2 --init mean --no-scratch --steps "$steps" \
+  "$LMX" -q --threads 1 uptrain "$ckpt" --kv-heads 2 --init mean --no-scratch --steps "$steps" "${ONE_PASS[@]}" \
     --set train.lr=0.01 --out "$RUNS/uptrain-lr1e-2-src$1" > /dev/null
 }
 in_parallel slot uptrain_pair 2 1

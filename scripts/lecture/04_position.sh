@@ -16,7 +16,7 @@ steps=600 test_len=512 seeds="0 1 2 3 4 5"
 for seed in $seeds; do
   # The lecture's order (absolute schemes, NoPE, then the relative ones) for its table.
   args=(-q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" --train-len 64 --test-len "$test_len"
-        --positions learned,sinusoidal,none,t5_bias,rope,alibi --steps "$steps" --seeds "$seed" "${TINY[@]}")
+        --positions learned,sinusoidal,none,t5_bias,rope,alibi --steps "$steps" --seeds "$seed" "${TINY[@]}" "${ONE_PASS[@]}")
   ((QUICK)) && args+=(--set train.eval_every=0)
   in_parallel slot "$LMX" "${args[@]}" --out "$RUNS/extrapolate-s$seed" > /dev/null
 done

@@ -14,7 +14,7 @@ lecture_init 05_recipe "$@"
 # win needs at least 6 (the lecture's step table: seeds not stated; --lecture-runs: seed 0).
 ablation_seeds=0,1,2,3,4,5
 ((LECTURE_RUNS || QUICK)) && ablation_seeds=0
-ablate=(-q ablate --one-at-a-time --seeds "$ablation_seeds" --jobs "$JOBS" --out "$RUNS/ablation")
+ablate=(-q ablate --one-at-a-time --seeds "$ablation_seeds" --jobs "$JOBS" --out "$RUNS/ablation" "${ONE_PASS[@]}")
 ((QUICK)) && ablate+=(--set train.steps=30 --set train.eval_every=0 "${TINY[@]}")
 # The ablation and the sweeps side by side (their runs share the job slots); the tables after.
 in_parallel "$LMX" "${ablate[@]}" > /dev/null

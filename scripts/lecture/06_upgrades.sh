@@ -35,7 +35,7 @@ in_parallel sweep 06_lr_range.yaml lr_range lr_range
 for variant in full window32; do
   for seed in $xseeds; do
     args=(-q --threads 1 extrapolate "$ROOT/configs/llama.yaml" --train-len 64 --test-len "$test_len"
-          --positions rope --steps "$steps" --seeds "$seed" "${TINY[@]}")
+          --positions rope --steps "$steps" --seeds "$seed" "${TINY[@]}" "${ONE_PASS[@]}")
     [[ "$variant" == window32 ]] && args+=(--set model.sliding_window=32)
     ((QUICK)) && args+=(--set train.eval_every=0)
     in_parallel slot "$LMX" "${args[@]}" --out "$RUNS/extrapolate-$variant-s$seed" > /dev/null

@@ -173,6 +173,11 @@ probe() {
   slot "$LMX" -q --threads 1 probe "$name" "$@" --csv "$R/$stem.csv" > "$R/$stem.md"
 }
 
+# ONE_PASS: every training command of the lecture takes its steps in one pass over the batch
+# (train.step_parts=1, not the default 2 parts): its jobs run on one thread each, where one pass
+# is ~3-5% faster (docs/PERFORMANCE.md, "Two threads"), and results/ holds that step's bits.
+ONE_PASS=(--set train.step_parts=1)
+
 # sweep SPEC DIR NAME [OPTIONS...]: runs an experiment spec into $RUNS/DIR (with lmx sweep's
 # OPTIONS, e.g. $(lecture_seeds 0,1)) and keeps its summary as $R/NAME.csv and $R/NAME.md, and
 # each point's resolved config as $R/configs/NAME/POINT.yaml (report.sh diffs a follow-up's
@@ -180,7 +185,7 @@ probe() {
 sweep() {
   local spec="$1" dir="$2" name="$3" run
   shift 3
-  "$LMX" -q sweep "$ROOT/experiments/$spec" "${SWEEP[@]}" "$@" --out "$RUNS/$dir" > /dev/null
+  "$LMX" -q sweep "$ROOT/experiments/$spec" "${SWEEP[@]}" "${ONE_PASS[@]}" "$@" --out "$RUNS/$dir" > /dev/null
   cp "$RUNS/$dir/summary.csv" "$R/$name.csv"
   cp "$RUNS/$dir/summary.md" "$R/$name.md"
   mkdir -p "$R/configs/$name"

@@ -40,7 +40,7 @@ extrapolation() {
   shift
   ((QUICK)) && seeds=(0) p4=(--train-len 64 --test-len 128 --steps 20 --set train.eval_every=0 "${TINY[@]}")
   for seed in "${seeds[@]}"; do
-    in_parallel slot "$LMX" -q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" "${p4[@]}" --seeds "$seed" \
+    in_parallel slot "$LMX" -q --threads 1 extrapolate "$ROOT/configs/textbook.yaml" "${p4[@]}" --seeds "$seed" "${ONE_PASS[@]}" \
       "$@" --out "$RUNS/extrapolate-$tag-s$seed" > /dev/null
   done
   wait_all

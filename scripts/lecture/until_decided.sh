@@ -26,7 +26,7 @@ for n in $(rope_looks); do
   look=$((look + 1))
   if ((n > have)); then  # a round: the seeds from have to n − 1
     round=$((round + 1))
-    ablate=(-q ablate --one-at-a-time --seeds "$(seq -s, "$have" $((n - 1)))" --jobs "$JOBS" --out "$RUNS/round$round")
+    ablate=(-q ablate --one-at-a-time --seeds "$(seq -s, "$have" $((n - 1)))" --jobs "$JOBS" --out "$RUNS/round$round" "${ONE_PASS[@]}")
     ((QUICK)) && ablate+=(--set train.steps=30 --set train.eval_every=0 "${TINY[@]}")
     echo "== until_decided: round $round, seeds $have-$((n - 1))" >&2
     "$LMX" "${ablate[@]}" > /dev/null

@@ -222,7 +222,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
   model->train();
   auto optimizer = make_optimizer(model, cfg.train);
   const int total = a.warmup + a.steps;
-  const int parts = step_parts(cfg.train, torch::kCPU);  // the batch over the threads (train.split_batch)
+  const int parts = step_parts(cfg.train, torch::kCPU);  // train.step_parts
   auto data = torch::randint(V, {std::max(total, 1), B, T + 1}, torch::kInt64);
   log::info("bench", "{}: {} parameters, B={} T={} V={}, {} threads, {} warm-up + {} timed steps", cfg.source,
             count_parameters(model), B, T, V, runtime::threads(), a.warmup, a.steps);

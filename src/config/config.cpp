@@ -158,6 +158,14 @@ void apply_tree(Config& cfg, const YAML::Node& root, const std::string& file,
   }
 }
 
+// Keys that existed once, with what replaced them: named in the error instead of "unknown".
+std::string retired(const std::string& key) {
+  if (key == "train.split_batch")
+    return "train.split_batch was replaced by train.step_parts, the parts fixed by the config (the same bits at any "
+           "--threads): split_batch: false (one pass) is step_parts: 1, true at --threads 2 is step_parts: 2";
+  return {};
+}
+
 void apply_tree_body(Config& cfg, const YAML::Node& root, const std::string& file,
                      std::vector<std::string>& chain, bool allow_extends) {
   if (!root || root.IsNull())
@@ -192,6 +200,8 @@ void apply_tree_body(Config& cfg, const YAML::Node& root, const std::string& fil
       std::string kat = where(file, kv.first.Mark());
       unique_key(keys, name + "." + key, kat);
       const Field* field = find_field(name + "." + key);
+      if (!field && !retired(name + "." + key).empty())
+        throw InputError(fmt::format("{}: {}", kat, retired(name + "." + key)));
       if (!field)
         throw InputError(fmt::format("{}: unknown key {}.{}{}", kat, name, key,
                                      did_you_mean(key, section_keys(name))),
@@ -234,6 +244,7 @@ void apply_override(Config& cfg, const std::string& assignment) {
   std::string key = assignment.substr(0, eq);
   std::string value = assignment.substr(eq + 1);
   const Field* field = find_field(key);
+  if (!field && !retired(key).empty()) throw InputError(fmt::format("{}: {}", at, retired(key)));
   if (!field) {
     std::vector<std::string> keys;
     for (const auto& f : config_fields()) keys.push_back(f.key);

@@ -121,7 +121,7 @@ struct TrainConfig {
   int batch_size = 32;         // sequences per step (global, across ranks)
   int micro_batch_size = 8;    // rows per forward/backward pass, grouped by length; 0 = the whole batch
   bool padding_free = true;    // a step's rows end to end without padding where the model can (fused MHA)
-  bool split_batch = false;    // on N >= 2 threads, a part of the batch per thread (train/trainer.h: step_parts)
+  int step_parts = 2;          // a step's batch in this many parts, at once on >= 2 threads (train/trainer.h: step_parts)
   double lr = 3e-3;            // peak learning rate
   double min_lr = 3e-4;        // floor of the cosine / linear decay
   Schedule schedule = Schedule::Cosine;  // constant | cosine | linear

@@ -35,9 +35,13 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   }
 }
 
-void parallel_parts(int n, const std::function<void(int)>& fn) {
+void parallel_parts(int n, const std::function<void(int)>& fn, int threads) {
   if (n <= 0) return;
-  if (n == 1) return fn(0);  // the caller's own threads
+  threads = std::min(n, threads);
+  if (threads <= 1 || omp_in_parallel()) {  // one after another, each with the caller's threads
+    for (int i = 0; i < n; ++i) fn(i);
+    return;
+  }
   std::vector<std::exception_ptr> errors(n);
   auto part = [&](int i) {
     runtime::ThreadShare one(1);
@@ -47,17 +51,13 @@ void parallel_parts(int n, const std::function<void(int)>& fn) {
       errors[i] = std::current_exception();
     }
   };
-  if (omp_in_parallel()) {
-    for (int i = 0; i < n; ++i) part(i);
-  } else {
-    runtime::set_openblas_threads(1);  // OpenBLAS's count is the process's, not a thread's
-#pragma omp parallel num_threads(n)
-    {
-      // OpenMP may give fewer threads than asked: each takes every k-th part.
-      for (int i = omp_get_thread_num(); i < n; i += omp_get_num_threads()) part(i);
-    }
-    runtime::set_openblas_threads(runtime::blas_threads());
+  runtime::set_openblas_threads(1);  // OpenBLAS's count is the process's, not a thread's
+#pragma omp parallel num_threads(threads)
+  {
+    // OpenMP may give fewer threads than asked: each takes every k-th part.
+    for (int i = omp_get_thread_num(); i < n; i += omp_get_num_threads()) part(i);
   }
+  runtime::set_openblas_threads(runtime::blas_threads());
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
 }

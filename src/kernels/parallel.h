@@ -18,13 +18,14 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 // The threads parallel_for uses (runtime::threads()).
 int parallel_threads();
 
-// fn(0) ... fn(n-1) at once, one part per thread, on the same OpenMP threads (the split training
-// step, train/trainer.h), part 0 on the caller; returns when all have, and rethrows the first
-// exception a part threw (by part number). Each part runs under a runtime::ThreadShare of 1 (its
-// GEMMs and kernels on its own thread) with OpenBLAS on one thread, its count restored after.
-// Inside a parallel region the parts run one after another on the caller; n = 1 is fn(0) on the
-// caller with all its threads. OpenMP's threads are warm from the GEMMs: a thread of lmx's own
-// waited milliseconds for its core while an OpenMP thread still spun there.
-void parallel_parts(int n, const std::function<void(int)>& fn);
+// fn(0) ... fn(n-1), at once on min(n, threads) of the same OpenMP threads (the split training
+// step, train/trainer.h), part i on thread i mod threads, part 0 on the caller; returns when all
+// have, and rethrows the first exception a part threw (by part number). Each part runs under a
+// runtime::ThreadShare of 1 (its GEMMs and kernels on its own thread) with OpenBLAS on one thread,
+// its count restored after. threads <= 1, n = 1, or inside a parallel region: fn(0), fn(1), ... one
+// after another on the caller with all its threads, the first exception ending the loop.
+// OpenMP's threads are warm from the GEMMs: a thread of lmx's own waited milliseconds for its
+// core while an OpenMP thread still spun there.
+void parallel_parts(int n, const std::function<void(int)>& fn, int threads);
 
 }  // namespace lmx::kernels

@@ -1,4 +1,4 @@
-// The split training step's cutting (train.split_batch; declared in train/trainer.h): how many
+// The split training step's cutting (train.step_parts; declared in train/trainer.h): how many
 // parts a step's batch is split into, and how its micro-batches are shared out among them.
 #include "train/trainer.h"
 
@@ -11,9 +11,10 @@
 
 namespace lmx {
 
-int step_parts(const TrainConfig& t, const c10::Device& device) {
-  if (!t.split_batch || !device.is_cpu() || torch_runtime::torch_threads() != 1) return 1;
-  return std::max(1, runtime::threads());
+int step_parts(const TrainConfig& t, const c10::Device& device) { return device.is_cpu() ? std::max(1, t.step_parts) : 1; }
+
+int concurrent_parts(const c10::Device& device) {
+  return device.is_cpu() && torch_runtime::torch_threads() == 1 ? std::max(1, runtime::threads()) : 1;
 }
 
 namespace {

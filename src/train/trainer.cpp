@@ -198,14 +198,15 @@ std::vector<MicroBatch> micro_batches(const torch::Tensor& inputs, const torch::
 
 namespace {
 
-// The forward and backward passes of a step's work (split_step's lists), list i on thread i:
-// the token losses summed over `tokens` when `summed`, else the mean (one micro-batch on one
-// thread, as lm_cross_entropy's kernel scales it). List 0 (this thread) accumulates its gradients
-// in the parameters' .grad, as a one-thread step does; every other list collects its own
-// (autograd::grad: no .grad is touched), added after all have ended, in list order.
+// The forward and backward passes of a step's work (split_step's lists), at once on
+// concurrent_parts threads (list i on thread i mod threads) or one after another: the token
+// losses summed over `tokens` when `summed`, else the mean (one micro-batch in one pass, as
+// lm_cross_entropy's kernel scales it). List 0 accumulates its gradients in the parameters'
+// .grad, as a one-part step does; every other list collects its own (autograd::grad: no .grad is
+// touched), added after all have ended, in list order: the same sums whichever thread ran a list.
 struct PassesResult {
   torch::Tensor loss;          // the summed loss, detached
-  double fwd_ms = 0, bwd_ms = 0;  // this thread's forward; the rest of the wait for all lists
+  double fwd_ms = 0, bwd_ms = 0;  // the forwards on this thread; the rest of the wait for all lists
 };
 PassesResult forward_backward(ModernLM& model, const std::vector<std::vector<MicroBatch>>& work,
                               const std::vector<torch::Tensor>& params, Precision precision, bool summed,
@@ -215,6 +216,8 @@ PassesResult forward_backward(ModernLM& model, const std::vector<std::vector<Mic
   std::vector<std::vector<torch::Tensor>> part_grads(work.size());
   PassesResult out;
   const bool poisoned = faults::loss_poisoned();  // this thread's flag (tests), for every part
+  const int threads = concurrent_parts(work.front().front().inputs.device());
+  const bool at_once = threads > 1 && work.size() > 1;
   const auto t0 = Clock::now();
   kernels::parallel_parts(static_cast<int>(work.size()), [&](int part) {
     for (const MicroBatch& m : work[part]) {
@@ -256,9 +259,9 @@ PassesResult forward_backward(ModernLM& model, const std::vector<std::vector<Mic
             if (grads[i].defined()) sum[i] = sum[i].defined() ? sum[i] + grads[i] : grads[i];
       }
       part_loss[part] = part_loss[part].defined() ? part_loss[part] + loss.detach() : loss.detach();
-      if (part == 0) out.fwd_ms += ms(ta, tb), out.bwd_ms += ms(tb, Clock::now());
+      if (part == 0 || !at_once) out.fwd_ms += ms(ta, tb), out.bwd_ms += ms(tb, Clock::now());
     }
-  });
+  }, threads);
   out.loss = part_loss[0];
   for (size_t part = 1; part < work.size(); ++part) {
     out.loss = out.loss + part_loss[part];
@@ -272,7 +275,7 @@ PassesResult forward_backward(ModernLM& model, const std::vector<std::vector<Mic
         p.mutable_grad() = g;
     }
   }
-  if (work.size() > 1) out.bwd_ms = ms(t0, Clock::now()) - out.fwd_ms;
+  if (work.size() > 1) out.bwd_ms = ms(t0, Clock::now()) - out.fwd_ms;  // and the sums
   return out;
 }
 

@@ -117,7 +117,8 @@ MicroBatch padding_free_batch(const torch::Tensor& inputs, const torch::Tensor& 
 // accumulated, then one clip and one AdamW step. With several, each one's token losses are
 // summed over the whole batch's token count: the loss and gradient of the whole batch, up to
 // float rounding (the gradients are summed in parts). One micro-batch: exactly the step above.
-// `parts` (step_parts): the batch split over that many threads (split_step), 1: on this thread.
+// `parts` (step_parts): the batch cut into that many parts (split_step), at once on
+// concurrent_parts threads; 1: the batch in one pass.
 // z_loss > 0 (train.z_loss): the gradient is that of the loss plus z_loss · the mean over the
 // counted targets of logsumexp(logits)² (PaLM's z-loss); StepResult::loss stays the
 // cross-entropy.
@@ -129,14 +130,17 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
 // not `ignore` of logsumexp(row)², computed in float32.
 torch::Tensor z_loss_term(const torch::Tensor& logits, const torch::Tensor& targets, int64_t ignore, bool sum);
 
-// The parts a training step's batch is split into, one per thread (train.split_batch):
-// runtime::threads() where split_batch is on, on the CPU, and LibTorch's own ops run on one
-// thread (--threads <= 2, runtime::thread_split); else 1 (each op, GEMMs and kernels, split over
-// the threads: the same bits at any thread count). Each part runs its forward and backward on its
-// own thread, with one-thread GEMMs and kernels; the parts' gradients are summed in part order.
-// A step in 2 parts therefore rounds as the same step over its parts as micro-batches
-// (split_step) on one thread, not as the 1-thread step.
+// The parts a training step's batch is cut into (train.step_parts) on the CPU; 1 elsewhere.
+// Each part runs its forward and backward on its own and the parts' gradients are summed in part
+// order, so the step's bits follow from the parts, not from the threads: a step in 2 parts rounds
+// as the same step over its parts as micro-batches (split_step) on one thread, not as the
+// 1-part step. How many of them run at once is concurrent_parts'.
 int step_parts(const TrainConfig& t, const c10::Device& device);
+// How many parts of a step run at once, one per thread with one-thread GEMMs and kernels:
+// runtime::threads() on the CPU where LibTorch's own ops run on one thread (--threads <= 2,
+// runtime::thread_split); else 1, the parts one after another with each op split over the
+// threads (whose kernels give the same bits at any thread count).
+int concurrent_parts(const c10::Device& device);
 // The step's micro-batches as `parts` lists, one per thread, each at least one micro-batch
 // (fewer lists when there are fewer pieces to share): one padding-free micro-batch is cut between
 // sequences into runs of about equal token counts, one (B, T) batch into row blocks, several
