@@ -106,7 +106,8 @@ def row(path):
 med = statistics.median
 print(f"{rounds} round(s), each: sgemm peak, then per recipe and thread count lmx and the peer one after the "
       "other. ms/step, GFLOP/s, MFU and decode columns: medians over the rounds (MFU against the same "
-      "round's peak); speed-up: the median of the rounds' peer ÷ lmx, with their range; bf16 ÷ fp32: "
+      "round's sgemm peak; a bf16 row's against the bf16 GEMM rate lmx bench measured); lmx runs its default "
+      "train.step_parts (2: at once on two threads, one after another on one); speed-up: the median of the rounds' peer ÷ lmx, with their range; bf16 ÷ fp32: "
       "the median of the rounds' lmx bf16 step ÷ lmx fp32 step, with their range.")
 print()
 print("| recipe | threads | params lmx / peer | lmx ms/step | peer ms/step | speed-up (rounds) | lmx GFLOP/s | "
@@ -127,9 +128,12 @@ for r in recipes:
             gflop = float(L[0]["gflop_per_step"])
             ratios = [p / l for p, l in zip(pms, lms)]
             spread = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
-            # MFU is against the fp32 sgemm peak; bf16 matmuls run in oneDNN, not OpenBLAS, so the
-            # bf16 row has none.
-            mfu = "n/a (bf16)" if suffix else f"{med(gflop / l * 1e3 / pk for l, pk in zip(lms, peaks)):.0%}"
+            # MFU against the round's fp32 sgemm peak; the bf16 row's against the bf16 GEMM rate that
+            # lmx bench measured in the same run (its mfu column, "vs bf16 GEMM").
+            if suffix:
+                mfu = f"{med(float(l['mfu']) for l in L):.0%} vs bf16 GEMM" if L[0].get("mfu_against") == "bf16_gemm" else "n/a (bf16)"
+            else:
+                mfu = f"{med(gflop / l * 1e3 / pk for l, pk in zip(lms, peaks)):.0%}"
             peer_mfu = med(gflop / p * 1e3 / pk for p, pk in zip(pms, peaks))
             # The bf16 step against the fp32 step of the same round (issue 48's 0.7x target).
             vs_fp32 = ""

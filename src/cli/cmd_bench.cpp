@@ -68,14 +68,18 @@ double matmul_gflops(int64_t n, int reps, gemm::Backend be) {
 
 // The machine's sgemm peak: the better of LibTorch's BLAS and (in a build with it) oneDNN,
 // whichever the linear layers use, so MFU is never measured against the slower one.
+// With it, oneDNN's bf16 GEMM (bfloat16 operands, float32 accumulation and output) on the same
+// n×n×n problem where the linear layers can run it (gemm::bf16_unavailable() empty): the rate a
+// train.precision bf16 step's MFU is against.
 struct Peak {
-  double blas = 0, onednn = 0;
+  double blas = 0, onednn = 0, bf16 = 0;
   double best() const { return std::max(blas, onednn); }
 };
 Peak matmul_peak(int64_t n, int reps) {
   Peak p;
   p.blas = matmul_gflops(n, reps, gemm::Backend::torch);
   if (gemm::built_with_onednn()) p.onednn = matmul_gflops(n, reps, gemm::Backend::onednn);
+  if (gemm::bf16_unavailable().empty()) p.bf16 = gemm::measure_bf16_rates(n, reps).bf16_gflops;
   return p;
 }
 std::string gflops_cell(double g) { return g > 0 ? fmt::format("{:.1f}", g) : ""; }
@@ -99,10 +103,11 @@ int run_peak(const BenchOptions& a) {
   const runtime::BlasInfo blas = checked_blas();
   const Peak peak = matmul_peak(a.peak_size, a.peak_reps);
   Table t{{"threads", "matmul", "peak_gflops", "blas_gflops", "onednn_gflops", "gemm", "blas_kernels",
-           "blas_kernels_from"},
+           "blas_kernels_from", "bf16_gflops"},
           {}};
   t.add({std::to_string(runtime::threads()), fmt::format("{0}x{0}x{0} sgemm", a.peak_size), gflops_cell(peak.best()),
-         gflops_cell(peak.blas), gflops_cell(peak.onednn), gemm::name(gemm::active()), blas.core, kernels_from(blas)});
+         gflops_cell(peak.blas), gflops_cell(peak.onednn), gemm::name(gemm::active()), blas.core, kernels_from(blas),
+         gflops_cell(peak.bf16)});
   std::cout << t.markdown();
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;
@@ -241,7 +246,11 @@ int bench_training(const BenchOptions& a, const Globals& g) {
   const ForwardFlops ff = forward_flops(cfg.model, T);
   const double step_flops = 3.0 * static_cast<double>(ff.total(/*causal=*/true)) * B;
   const double achieved = ms > 0 ? step_flops / (ms / 1e3) / 1e9 : 0;  // GFLOP/s
-  const double peak = matmul_peak(a.peak_size, a.peak_reps).best();
+  // MFU against the GEMM rate of the run's precision, measured here: the sgemm's for fp32, the
+  // bf16 GEMM's for bf16 (its linear layers' GEMMs; the rest of the step stays float32).
+  const Peak peaks = matmul_peak(a.peak_size, a.peak_reps);
+  const bool bf16 = cfg.train.precision == Precision::Bf16 && peaks.bf16 > 0;
+  const double peak = bf16 ? peaks.bf16 : peaks.best();
   if (a.breakdown) print_breakdown(model, *optimizer, data, cfg, a);
   if (!a.profile.empty()) {
     torch::autograd::profiler::RecordProfile guard(a.profile);
@@ -265,7 +274,8 @@ int bench_training(const BenchOptions& a, const Globals& g) {
   Table t{{"config", "threads", "torch_threads", "blas_threads", "batch", "seq_len", "vocab", "params", "steps", "ms_per_step", "tokens_per_s",
            "gflop_per_step", "gflops", "peak_gflops", "mfu", "peak_rss_mib", "decode_len", "decode_kv_tok_s",
            "decode_recompute_tok_s", "kv_speedup", "final_loss", "blas_kernels", "blas_kernels_from", "gemm",
-           "decode_path", "step_parts"},  // new columns go last: ../shared/bench/llmc reads them by position
+           "decode_path", "step_parts", "precision", "mfu_against", "sgemm_gflops", "bf16_gflops"},
+          // new columns go last: ../shared/bench/llmc reads them by position
           {}};
   t.add({cfg.name, std::to_string(runtime::threads()), std::to_string(torch_runtime::torch_threads()),
          std::to_string(runtime::blas_threads()), std::to_string(B), std::to_string(T), std::to_string(V),
@@ -277,8 +287,18 @@ int bench_training(const BenchOptions& a, const Globals& g) {
          a.no_decode ? "" : fmt::format("{:.2f}", dec_cached / dec_full), fmt::format("{:.4f}", last_loss),
          blas.core, kernels_from(blas), gemm::name(gemm::active()),
          a.no_decode ? "" : (infer::Decoder::unsupported(model).empty() ? "engine" : "modules"),
-         std::to_string(parts)});
+         std::to_string(parts), option_name(cfg.train.precision), bf16 ? "bf16_gemm" : "sgemm",
+         gflops_cell(peaks.best()), gflops_cell(peaks.bf16)});
   std::cout << t.markdown();
+  std::cout << fmt::format("\nMFU {:.1f}%: {:.1f} GFLOP/s of this machine's {:.1f} GFLOP/s {} ({}x{}x{}, {} thread{}, "
+                           "measured now){}\n",
+                           100 * achieved / peak, achieved, peak, bf16 ? "bf16 GEMM" : "fp32 sgemm", a.peak_size,
+                           a.peak_size, a.peak_size, runtime::threads(), runtime::threads() == 1 ? "" : "s",
+                           bf16 ? fmt::format("; the fp32 sgemm {:.1f} GFLOP/s", peaks.best())
+                           : peaks.bf16 > 0
+                               ? fmt::format("; bf16 GEMM {:.1f} GFLOP/s ({:.2f}x the sgemm)", peaks.bf16,
+                                             peaks.bf16 / peaks.best())
+                               : "");
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;
 }
