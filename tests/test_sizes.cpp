@@ -148,6 +148,18 @@ TEST_CASE("KV cache of the published models", "[sizes]") {
   CHECK(kv_cache_size(preset("llama3-8b")).bytes_per_token(2) == 131072);
   CHECK(kv_cache_size(preset("llama3-70b")).bytes_per_token(2) == 327680);
   CHECK(kv_cache_size(preset("mistral-7b")).bytes_per_token(2) == 131072);
+  // Mistral 7B's rolling cache (W = 4096, every layer): at 32K tokens 8x less than full
+  // attention (Jiang et al. 2023, section 2), 512 MiB in bf16; within the window the same.
+  const KVCacheSize mistral = kv_cache_size(preset("mistral-7b"));
+  CHECK(mistral.windowed_layers == 32);
+  CHECK(mistral.bytes(2, 32768, 1) == 131072LL * 4096);
+  CHECK(mistral.bytes(2, 32768, 1) * 8 == kv_cache_size(preset("mistral-7b", {"model.sliding_window=0"})).bytes(2, 32768, 1));
+  CHECK(mistral.bytes(2, 4000, 3) == 131072LL * 4000 * 3);
+  // Gemma 2's pattern (window_global_every 2): layers 1, 3, ... see everything, 0, 2, ... W.
+  const KVCacheSize alt = kv_cache_size(preset("mistral-7b", {"model.window_global_every=2"}));
+  CHECK(alt.windowed_layers == 16);
+  CHECK(alt.bytes(2, 32768, 1) == 4096LL * (16 * 32768 + 16 * 4096));
+  CHECK(kv_cache_size(preset("mistral-7b", {"model.window_global_every=3"})).windowed_layers == 22);
 
   // DeepSeek-V2 MLA: latent 512 + RoPE key 64 per token per layer, 60 layers.
   KVCacheSize ds = kv_cache_size(preset("deepseek-v2"));
@@ -220,8 +232,17 @@ TEST_CASE("lmx params and lmx kvcache", "[sizes][cli]") {
     CHECK(r.output.find("1,048,576") != std::string::npos);  // Llama 2 7B fp32 bytes per token
     CHECK(r.output.find("8.00 GiB") != std::string::npos);   // × 4096 × 2
     std::string csv = lmx::test::read_file(dir.file("k.csv"));
-    CHECK(csv.find("llama2-7b,MHA,8192,32,262144,fp32,1048576,4096,2,8589934592\n") != std::string::npos);
-    CHECK(csv.find("deepseek-v2,MLA,576,60,34560,fp32,138240,4096,2,1132462080\n") != std::string::npos);
+    CHECK(csv.find("llama2-7b,MHA,8192,32,262144,fp32,1048576,4096,2,8589934592,0,0\n") != std::string::npos);
+    CHECK(csv.find("deepseek-v2,MLA,576,60,34560,fp32,138240,4096,2,1132462080,0,0\n") != std::string::npos);
+  }
+  SECTION("kvcache: a sliding window caps the cache (Mistral 7B: 4096 tokens in every layer)") {
+    auto r = run_lmx("kvcache configs/models/mistral-7b.yaml --csv " + dir.file("w.csv"));
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK(r.output.find("4,096 tokens in 32 of 32 layers") != std::string::npos);
+    CHECK(r.output.find("512.00 MiB") != std::string::npos);  // 32768 tokens: 8x less than 4 GiB
+    const std::string csv = lmx::test::read_file(dir.file("w.csv"));
+    CHECK(csv.find("mistral-7b,GQA,2048,32,65536,bf16,131072,32768,1,536870912,4096,32\n") != std::string::npos);
   }
   SECTION("kvcache: --set applies to every config (Llama 2 70B as MHA)") {
     auto r = run_lmx("kvcache configs/models/llama2-70b.yaml --set model.n_kv_heads=64");

@@ -148,20 +148,25 @@ int dtype_bytes(const std::string& dtype) { return dtype == "fp32" ? 4 : kBf16By
 int run_kvcache(const KVCacheOptions& a, const Globals&) {
   const int bytes_per_number = dtype_bytes(a.dtype);
   Table md{{"config", "attention", "cached per token per layer", "numbers", "layers", "numbers per token",
-            "bytes per token", "context × batch", "bytes"}, {}};
+            "bytes per token", "sliding window", "context × batch", "bytes"}, {}};
   Table csv{{"config", "attention", "numbers_per_token_per_layer", "layers", "numbers_per_token", "dtype",
-             "bytes_per_token", "context", "batch", "bytes"}, {}};
+             "bytes_per_token", "context", "batch", "bytes", "window", "windowed_layers"}, {}};
   for (const auto& path : a.paths) {
     const Config cfg = load_config(path, a.sets);  // the cache does not depend on the vocabulary
     const KVCacheSize s = kv_cache_size(cfg.model);
     const int64_t per_token = s.bytes_per_token(bytes_per_number);
     const int64_t total = s.bytes(bytes_per_number, a.context, a.batch);
+    // A windowed layer keeps its last W tokens (a rolling cache): bytes per token hold up to W.
+    const std::string window =
+        s.windowed_layers > 0 ? fmt::format("{} tokens in {} of {} layers", grouped(s.window), s.windowed_layers, s.n_layers)
+                              : "none";
     md.add({cfg.name, attention_kind(cfg.model), cached_parts(cfg.model), grouped(s.per_token_per_layer),
-            std::to_string(s.n_layers), grouped(s.per_token()), grouped(per_token), human_bytes(total),
+            std::to_string(s.n_layers), grouped(s.per_token()), grouped(per_token), window, human_bytes(total),
             grouped(total)});
     csv.add({cfg.name, attention_kind(cfg.model), std::to_string(s.per_token_per_layer), std::to_string(s.n_layers),
              std::to_string(s.per_token()), a.dtype, std::to_string(per_token), std::to_string(a.context),
-             std::to_string(a.batch), std::to_string(total)});
+             std::to_string(a.batch), std::to_string(total), std::to_string(s.windowed_layers > 0 ? s.window : 0),
+             std::to_string(s.windowed_layers)});
   }
   std::cout << fmt::format("KV cache at {} ({} bytes per number), context {} × batch {}\n\n{}", a.dtype,
                            bytes_per_number, grouped(a.context), grouped(a.batch), md.markdown());

@@ -199,13 +199,14 @@ ProbeResult probe_kv_table(const ProbeOptions& opt) {
   const int bf16 = kBf16Bytes;
   Table t;
   t.header = {"model", "attention", "KV heads", "head dim", "per token per layer", "layers", "bytes per token (BF16)",
-              fmt::format("GiB at {} tokens", opt.context)};
+              fmt::format("GiB at {} tokens", opt.context), "sliding window"};
   auto add = [&](const std::string& name, const ModelConfig& m) {
     const KVCacheSize s = kv_cache_size(m);
     const double gib = static_cast<double>(s.bytes(bf16, opt.context, 1)) / (1024.0 * 1024.0 * 1024.0);
     t.add({name, attention_kind(m), registry::attention(m).latent ? "-" : std::to_string(m.kv_heads()),
            std::to_string(m.dim_head()), std::to_string(s.per_token_per_layer), std::to_string(s.n_layers),
-           std::to_string(s.bytes_per_token(bf16)), fixed(gib, 2)});
+           std::to_string(s.bytes_per_token(bf16)), fixed(gib, 2),
+           s.windowed_layers > 0 ? fmt::format("{} in {}/{} layers", s.window, s.windowed_layers, s.n_layers) : "-"});
   };
   for (const auto& f : files) {
     const Config cfg = load_config(f);
@@ -218,7 +219,8 @@ ProbeResult probe_kv_table(const ProbeOptions& opt) {
   }
   ProbeResult res;
   res.tables.push_back({"kv_table", "KV cache per token (BF16, batch 1)", t});
-  res.notes.push_back("per token per layer: MHA/GQA/MQA 2 · n_kv_heads · head_dim; MLA latent + RoPE key (model/sizes.h)");
+  res.notes.push_back("per token per layer: MHA/GQA/MQA 2 · n_kv_heads · head_dim; MLA latent + RoPE key (model/sizes.h); "
+                      "a layer with a sliding window W keeps only its last W tokens (a rolling cache)");
   return res;
 }
 

@@ -21,6 +21,7 @@
 #include "model/norm.h"
 #include "model/position/position.h"
 #include "model/registry.h"
+#include "model/sizes.h"
 #include "util/error.h"
 
 namespace lmx {
@@ -85,8 +86,7 @@ ModernLMImpl::ModernLMImpl(const ModelConfig& cfg) : cfg_(cfg), parts_(std::make
     // Built in this order (each construction draws from the RNG): attention, FFN, the two norms.
     BlockParts parts;
     parts.self_attn = make_attention(cfg, layer_position);
-    const int k = cfg.window_global_every;  // every k-th layer global (Gemma 2: k = 2)
-    if (cfg.sliding_window > 0 && !(k > 0 && i % k == k - 1)) parts.self_attn->set_window(cfg.sliding_window);
+    if (layer_windowed(cfg, i)) parts.self_attn->set_window(cfg.sliding_window);
     parts.mlp = make_ffn(cfg);
     parts.input_layernorm = make_norm(cfg, cfg.d_model);
     parts.post_attention_layernorm = make_norm(cfg, cfg.d_model);

@@ -136,9 +136,16 @@ ParamCounts count_params(const ModelConfig& cfg) {
   return p;
 }
 
+bool layer_windowed(const ModelConfig& cfg, int64_t layer) {
+  const int64_t k = cfg.window_global_every;
+  return cfg.sliding_window > 0 && !(k > 0 && layer % k == k - 1);
+}
+
 KVCacheSize kv_cache_size(const ModelConfig& cfg) {
   KVCacheSize s;
   s.n_layers = cfg.n_layers;
+  s.window = cfg.sliding_window;
+  for (int64_t i = 0; i < cfg.n_layers; ++i) s.windowed_layers += layer_windowed(cfg, i) ? 1 : 0;
   if (registry::attention(cfg).latent)
     s.per_token_per_layer = cfg.mla_kv_rank + mla_rope_dim(cfg);
   else

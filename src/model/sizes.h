@@ -6,6 +6,7 @@
 // Letters: V vocab, C d_model, L layers, H query heads, Hk KV heads, D head dim, F d_ff,
 // R MLA RoPE dim, Rkv / Rq MLA KV / query latent ranks, T sequence length.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,16 +44,29 @@ ParamCounts count_params(const ModelConfig& cfg);
 // without its biases: the MoE row's experts.
 int64_t gated_ffn_params(const ModelConfig& cfg, bool bias);
 
+// Whether layer i attends through model.sliding_window: every layer with a window but every
+// window_global_every-th (i % k == k − 1), which sees the whole prefix (Gemma 2: k = 2).
+bool layer_windowed(const ModelConfig& cfg, int64_t layer);
+
 // What incremental decoding keeps per token. MHA/GQA/MQA cache K and V: 2·Hk·D numbers per
-// token per layer; MLA caches the latent c (Rkv) and the shared RoPE key part (R).
+// token per layer; MLA caches the latent c (Rkv) and the shared RoPE key part (R). A layer with a
+// sliding window W needs only its last W tokens (a rolling cache: Mistral's 8× less at 32K
+// tokens with W = 4096).
 struct KVCacheSize {
   int64_t per_token_per_layer = 0;  // numbers
   int64_t n_layers = 0;
+  int64_t window = 0;           // model.sliding_window (0: none)
+  int64_t windowed_layers = 0;  // layers that keep at most `window` tokens
 
   int64_t per_token() const { return size_mul(per_token_per_layer, n_layers); }
   int64_t bytes_per_token(int dtype_bytes) const { return size_mul(per_token(), dtype_bytes); }
+  // Token slots over all layers for a context of `context` tokens.
+  int64_t layer_tokens(int64_t context) const {
+    const int64_t windowed = window > 0 ? std::min(context, window) : context;
+    return size_add(size_mul(n_layers - windowed_layers, context), size_mul(windowed_layers, windowed));
+  }
   int64_t bytes(int dtype_bytes, int64_t context, int64_t batch) const {
-    return size_mul(size_mul(bytes_per_token(dtype_bytes), context), batch);
+    return size_mul(size_mul(size_mul(per_token_per_layer, layer_tokens(context)), dtype_bytes), batch);
   }
 };
 
