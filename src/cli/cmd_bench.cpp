@@ -78,8 +78,12 @@ struct Peak {
 Peak matmul_peak(int64_t n, int reps) {
   Peak p;
   p.blas = matmul_gflops(n, reps, gemm::Backend::torch);
-  if (gemm::built_with_onednn()) p.onednn = matmul_gflops(n, reps, gemm::Backend::onednn);
-  if (gemm::bf16_unavailable().empty()) p.bf16 = gemm::measure_bf16_rates(n, reps).bf16_gflops;
+  if (gemm::bf16_unavailable().empty()) {  // oneDNN's sgemm and bf16 GEMM, timed side by side
+    const gemm::Bf16Rates r = gemm::measure_bf16_rates(n, reps);
+    p.onednn = r.fp32_gflops, p.bf16 = r.bf16_gflops;
+  } else if (gemm::built_with_onednn()) {
+    p.onednn = matmul_gflops(n, reps, gemm::Backend::onednn);
+  }
   return p;
 }
 std::string gflops_cell(double g) { return g > 0 ? fmt::format("{:.1f}", g) : ""; }

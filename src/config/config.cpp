@@ -200,12 +200,13 @@ void apply_tree_body(Config& cfg, const YAML::Node& root, const std::string& fil
       std::string kat = where(file, kv.first.Mark());
       unique_key(keys, name + "." + key, kat);
       const Field* field = find_field(name + "." + key);
-      if (!field && !retired(name + "." + key).empty())
-        throw InputError(fmt::format("{}: {}", kat, retired(name + "." + key)));
-      if (!field)
+      if (!field) {
+        if (const std::string why = retired(name + "." + key); !why.empty())
+          throw InputError(fmt::format("{}: {}", kat, why));
         throw InputError(fmt::format("{}: unknown key {}.{}{}", kat, name, key,
                                      did_you_mean(key, section_keys(name))),
                          "`lmx config fields` lists every key with its meaning");
+      }
       field->set(cfg, kv.second, where(file, kv.second.Mark()));
       if (allow_extends) resolve_file_key(cfg, field->key, fs::path(file).parent_path().string());  // relative to that file
     }
@@ -244,8 +245,8 @@ void apply_override(Config& cfg, const std::string& assignment) {
   std::string key = assignment.substr(0, eq);
   std::string value = assignment.substr(eq + 1);
   const Field* field = find_field(key);
-  if (!field && !retired(key).empty()) throw InputError(fmt::format("{}: {}", at, retired(key)));
   if (!field) {
+    if (const std::string why = retired(key); !why.empty()) throw InputError(fmt::format("{}: {}", at, why));
     std::vector<std::string> keys;
     for (const auto& f : config_fields()) keys.push_back(f.key);
     throw InputError(fmt::format("{}: unknown key {}{}", at, key, did_you_mean(key, keys)),
