@@ -212,6 +212,20 @@ void print_breakdown(ModernLM& model, FusedAdamW& optimizer, const torch::Tensor
   std::cout << t.markdown() << "\n";
 }
 
+// The headline under bench's table: MFU against the GEMM rate of the run's precision (the bf16
+// GEMM's where `bf16`, else the sgemm's), with the other rate beside it.
+std::string mfu_line(double achieved, const Peak& peaks, bool bf16, int64_t n) {
+  const double peak = bf16 ? peaks.bf16 : peaks.best();
+  std::string other;
+  if (bf16) other = fmt::format("; the fp32 sgemm {:.1f} GFLOP/s", peaks.best());
+  else if (peaks.bf16 > 0)
+    other = fmt::format("; bf16 GEMM {:.1f} GFLOP/s ({:.2f}x the sgemm)", peaks.bf16, peaks.bf16 / peaks.best());
+  return fmt::format("\nMFU {:.1f}%: {:.1f} GFLOP/s of this machine's {:.1f} GFLOP/s {} ({}x{}x{}, {} thread{}, "
+                     "measured now){}\n",
+                     100 * achieved / peak, achieved, peak, bf16 ? "bf16 GEMM" : "fp32 sgemm", n, n, n,
+                     runtime::threads(), runtime::threads() == 1 ? "" : "s", other);
+}
+
 // Training steps timed on random tokens, the FLOP rate and MFU against the matmul peak, and
 // KV-cache decoding.
 int bench_training(const BenchOptions& a, const Globals& g) {
@@ -294,15 +308,7 @@ int bench_training(const BenchOptions& a, const Globals& g) {
          std::to_string(parts), option_name(cfg.train.precision), bf16 ? "bf16_gemm" : "sgemm",
          gflops_cell(peaks.best()), gflops_cell(peaks.bf16)});
   std::cout << t.markdown();
-  std::cout << fmt::format("\nMFU {:.1f}%: {:.1f} GFLOP/s of this machine's {:.1f} GFLOP/s {} ({}x{}x{}, {} thread{}, "
-                           "measured now){}\n",
-                           100 * achieved / peak, achieved, peak, bf16 ? "bf16 GEMM" : "fp32 sgemm", a.peak_size,
-                           a.peak_size, a.peak_size, runtime::threads(), runtime::threads() == 1 ? "" : "s",
-                           bf16 ? fmt::format("; the fp32 sgemm {:.1f} GFLOP/s", peaks.best())
-                           : peaks.bf16 > 0
-                               ? fmt::format("; bf16 GEMM {:.1f} GFLOP/s ({:.2f}x the sgemm)", peaks.bf16,
-                                             peaks.bf16 / peaks.best())
-                               : "");
+  std::cout << mfu_line(achieved, peaks, bf16, a.peak_size);
   if (!a.csv.empty()) write_file_atomic(a.csv, t.csv());
   return 0;
 }
