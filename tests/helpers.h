@@ -66,8 +66,9 @@ inline RunResult run_shell(const std::string& cmd) {
 }
 
 // Runs build/lmx with the given shell-quoted arguments from `dir` (default: the source root).
-inline RunResult run_lmx(const std::string& args, const std::string& dir = LMX_SOURCE_DIR) {
-  return run_shell("cd '" + dir + "' && '" + LMX_BINARY + "' " + args + " 2>&1");
+// env: "KEY=VALUE ..." set for this command only.
+inline RunResult run_lmx(const std::string& args, const std::string& dir = LMX_SOURCE_DIR, const std::string& env = "") {
+  return run_shell("cd '" + dir + "' && " + env + (env.empty() ? "'" : " '") + LMX_BINARY + "' " + args + " 2>&1");
 }
 
 inline std::string read_file(const std::string& path) {

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <cstring>
+
 #include "data/corpus.h"
 #include "config/fields.h"
 #include "experiments/spec.h"
@@ -13,6 +15,7 @@
 #include "helpers.h"
 #include "train/summary.h"
 #include "util/error.h"
+#include "util/fork_server.h"
 
 using namespace lmx;
 using lmx::test::TempDir;
@@ -181,6 +184,65 @@ TEST_CASE("lmx sweep runs the grid in parallel jobs and writes one summary", "[s
   CHECK(ok_rows == 4);
   CHECK(r.output.find("model.ffn=swiglu") != std::string::npos);
   CHECK(fs::exists(out + "/runs/001-model.ffn=swiglu-s1/seed1/model.safetensors"));
+}
+
+// A safetensors file's tensor bytes (after its JSON header, whose metadata holds the wall time).
+std::string tensor_bytes(const std::string& path) {
+  const std::string s = lmx::test::read_file(path);
+  uint64_t header = 0;
+  REQUIRE(s.size() >= 8);
+  std::memcpy(&header, s.data(), 8);
+  REQUIRE(s.size() >= 8 + header);
+  return s.substr(8 + header);
+}
+
+TEST_CASE("a sweep's runs forked by its fork server are the runs exec'd one by one, bit for bit",
+          "[sweep][cli]") {
+  TempDir dir;
+  auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/llama.yaml") +
+                                      "\nseeds: [0, 1]\nset: {train.steps: 6, train.eval_every: 3, data.train_docs: 100, "
+                                      "data.val_docs: 20, data.test_docs: 20, train.batch_size: 8}\n");
+  // Two jobs at one thread each (the lecture's way) and one job at two threads (its two parts at
+  // once, OpenBLAS's and LibTorch's pools started in the forked process).
+  for (const std::string jobs : {"--jobs 2 --threads 1", "--jobs 1 --threads 2"}) {
+    INFO(jobs);
+    auto forked = lmx::test::run_lmx("-v sweep '" + spec + "' " + jobs + " --out '" + dir.file("forked") + "'");
+    INFO(forked.output);
+    REQUIRE(forked.code == 0);
+    CHECK(forked.output.find("forked by the fork server") != std::string::npos);
+    auto exec = lmx::test::run_lmx("-v sweep '" + spec + "' " + jobs + " --out '" + dir.file("exec") + "'", LMX_SOURCE_DIR,
+                                   "LMX_FORK_SERVER=0");
+    INFO(exec.output);
+    REQUIRE(exec.code == 0);
+    CHECK(exec.output.find("fork server") == std::string::npos);
+    int compared = 0;
+    for (const auto& f : fs::recursive_directory_iterator(dir.file("forked/runs"))) {
+      if (f.path().filename() != "metrics.csv") continue;
+      const fs::path a = f.path().parent_path();
+      const fs::path b = dir.file("exec/runs") / fs::relative(a, dir.file("forked/runs"));
+      INFO(a.string());
+      CHECK(lmx::test::metrics_without_speed((a / "metrics.csv").string()) ==
+            lmx::test::metrics_without_speed((b / "metrics.csv").string()));
+      CHECK(tensor_bytes((a / "model.safetensors").string()) == tensor_bytes((b / "model.safetensors").string()));
+      ++compared;
+    }
+    CHECK(compared == 2);
+    fs::remove_all(dir.file("forked"));
+    fs::remove_all(dir.file("exec"));
+  }
+}
+
+TEST_CASE("a fork server that cannot start or stops answering is given up once, with the reason", "[sweep]") {
+  std::string why;
+  fork_server::Client missing;
+  CHECK(missing.spawn("/nonexistent/lmx", {"lmx", "--version"}, {}, "", false, &why) == -1);
+  CHECK_THAT(why, Catch::Contains("cannot start it"));
+  why.clear();
+  CHECK(missing.spawn("/nonexistent/lmx", {"lmx", "--version"}, {}, "", false, &why) == -1);
+  CHECK(why.empty());  // said once
+  fork_server::Client gone;  // a program that exits at once: no answer
+  CHECK(gone.spawn("/bin/true", {"lmx", "--version"}, {}, "", false, &why) == -1);
+  CHECK_THAT(why, Catch::Contains("stopped answering"));
 }
 
 TEST_CASE("a sweep starts its runs from the binary it started as, even once that file is replaced",

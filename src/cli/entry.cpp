@@ -17,6 +17,7 @@
 #include "kernels/gemm.h"
 #include "kernels/torch_runtime.h"
 #include "util/error.h"
+#include "util/fork_server.h"
 #include "util/log.h"
 #include "util/log_sink.h"
 #include "util/runtime.h"
@@ -146,6 +147,9 @@ int apply_globals_and_run(const CLI::App& app, lmx::cli::Globals& g) {
 
 int lmx::cli::run_main(int argc, char** argv) {
   using namespace lmx;
+  // A fork server (a sweep's, util/fork_server.h) serves here and never returns: its runs
+  // start from this point of a fresh process.
+  fork_server::serve_if_asked(&lmx::cli::run_main);
   // First, before any thread exists: every thread started later blocks SIGINT / SIGTERM, and
   // one of its own takes them (before the job starts, either exits 130).
   signals::install_early();

@@ -12,6 +12,8 @@
 
 #include "experiments/sweep.h"
 #include "util/error.h"
+#include "util/fork_server.h"
+#include "util/log.h"
 #include "util/runtime.h"
 #include "util/signals.h"
 
@@ -20,7 +22,10 @@ extern char** environ;
 namespace lmx {
 
 int spawn_self(const std::vector<std::string>& args, const std::string& log_path, bool append,
-               const std::vector<std::string>& env) {
+               const std::vector<std::string>& env, fork_server::Client* server) {
+  // Until the child is registered (add_child), a second interrupt waits before exiting: it then
+  // waits for this child too, which got the signals as every registered one did.
+  signals::WriteGuard starting;
   // argv[0] names the binary for ps and logs; the program comes from the file opened at start.
   std::vector<std::string> argv_s = {runtime::self_path()};
   const std::string exec_path = runtime::self_exec_path();
@@ -38,6 +43,16 @@ int spawn_self(const std::vector<std::string>& args, const std::string& log_path
   }
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
+  if (server) {
+    std::string why;
+    const int pid = server->spawn(exec_path, argv_s, env_s, log_path, append, &why);
+    if (pid > 0) {
+      signals::add_child(pid);
+      log::debug("sweep", "a run forked by the fork server: pid {}", pid);
+      return pid;
+    }
+    if (!why.empty()) log::warn("sweep", "fork server: {}; starting each run with exec instead", why);
+  }
   envp.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);

@@ -268,7 +268,8 @@ class SweepScheduler {
         fs::remove_all(r.dir, ec);  // never got going: start it afresh
       }
     }
-    running_[spawn_self(opt_.child_args(child), r.log, /*append=*/child.resume)] = i;
+    running_[spawn_self(opt_.child_args(child), r.log, /*append=*/child.resume, {},
+                        fork_server::enabled() ? &server_ : nullptr)] = i;
     log::debug("sweep", "started {} seed {}{}", r.name, r.seed, child.resume ? " (resume)" : "");
   }
 
@@ -335,6 +336,7 @@ class SweepScheduler {
   std::vector<int> status_;
   std::vector<Table> collected_;  // per run, joined in run order at the end
   RunProgress progress_;           // runs done / total and the ETA, in every run's log line
+  fork_server::Client server_;     // starts the runs without paying lmx's start-up each time
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "experiments/spec.h"
 #include "train/run_plan.h"
 #include "util/csv.h"
+#include "util/fork_server.h"
 
 namespace lmx {
 
@@ -53,9 +54,11 @@ SweepResult run_sweep(const std::vector<GridPoint>& points, const std::vector<ui
 // Spawns this binary with args in its own process group (a terminal's Ctrl-C reaches only
 // the parent, which forwards it once: see util/signals) and registers it with util/signals.
 // stdout and stderr go to log_path (appended when append; empty: inherited); env adds or
-// replaces "KEY=VALUE" entries of this process's environment. Returns the child's pid.
+// replaces "KEY=VALUE" entries of this process's environment. Returns the child's pid. With a
+// fork server (util/fork_server.h), the child is forked by it rather than exec'd (exec when
+// the server cannot).
 int spawn_self(const std::vector<std::string>& args, const std::string& log_path, bool append = false,
-               const std::vector<std::string>& env = {});
+               const std::vector<std::string>& env = {}, fork_server::Client* server = nullptr);
 
 // A waitpid status as an exit code: the child's code, or 128 + the signal that ended it.
 int exit_code(int wstatus);

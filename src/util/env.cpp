@@ -16,6 +16,8 @@ const std::vector<Variable>& variables() {
       {"LMX_KERNEL_ISA",       "avx512 | avx2 | sse2: caps the fused kernels' instruction set"},
       {"LMX_KEEP_DENORMALS",   "1: keep IEEE gradual underflow (denormals are flushed by default)"},
       {"LMX_JOBSERVER",        "a pipe of job slots shared by sweeps and ablations side by side"},
+      {"LMX_FORK_SERVER",      "0: a sweep execs each run instead of forking it from its fork server"},
+      {"LMX_FORK_SERVER_FD",   "internal: set by a sweep on the fork server it starts (its socket)"},
       {"LMX_DIST",             "0: ignore the launchers' variables (no data-parallel group)"},
       {"LMX_DIST_TIMEOUT",     "seconds a data-parallel collective waits before the run fails"},
       {"LMX_DIST_BACKEND",     "gloo | nccl: the data-parallel backend"},

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -43,7 +44,17 @@ std::vector<std::string> g_tmp_files;
 
 void say(const char* msg) { (void)!write(STDERR_FILENO, msg, std::strlen(msg)); }
 
+// The signals forwarded so far (their count and the last one), under the same lock as the
+// forwarding and add_child: a child registered after a signal went out gets it then, exactly
+// once (a sweep's run started while the signal came: a fork server's answer takes a few ms).
+std::mutex g_children_mutex;
+int g_forwarded = 0;
+int g_last_signal = 0;
+
 void forward(int sig) {
+  std::lock_guard<std::mutex> lock(g_children_mutex);
+  ++g_forwarded;
+  g_last_signal = sig;
   for (auto& c : g_children) {
     const int pid = c.load();
     if (pid > 0) kill(pid, sig);
@@ -165,10 +176,13 @@ void raise_interrupt() { g_count.fetch_add(1); }
 int wake_fd() { return g_wake[0]; }
 
 void add_child(int pid) {
+  std::lock_guard<std::mutex> lock(g_children_mutex);
   for (auto& c : g_children) {
     int expected = 0;
-    if (c.compare_exchange_strong(expected, pid)) return;
+    if (c.compare_exchange_strong(expected, pid)) break;
   }
+  // Started while the signals came: what the registered children got (a second one at most).
+  for (int i = 0; i < std::min(g_forwarded, 2); ++i) kill(pid, g_last_signal);
 }
 
 void remove_child(int pid) {

@@ -23,7 +23,9 @@ void raise_interrupt();  // fault injection: as if a first signal had arrived (n
 // -1 before install_early / install.
 int wake_fd();
 
-void add_child(int pid);     // forward SIGINT / SIGTERM to this process
+// Forward SIGINT / SIGTERM to this process from now on, and the ones forwarded before it was
+// added (it started while they came) now.
+void add_child(int pid);
 void remove_child(int pid);
 
 // Held around every result or checkpoint write: a second signal exits only when no write is
