@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -17,6 +19,10 @@
 #include <random>
 #include <sstream>
 #include <string>
+
+#include "util/fork_server.h"
+
+extern char** environ;
 
 namespace lmx::test {
 
@@ -52,6 +58,13 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 // Runs a shell command line; stdout and stderr must be redirected by the caller as wanted.
 inline RunResult run_shell(const std::string& cmd) {
   RunResult r;
@@ -65,18 +78,91 @@ inline RunResult run_shell(const std::string& cmd) {
   return r;
 }
 
+// The words of a shell command line as sh splits them, where it holds only words, blanks and
+// quotes ('...', "..." without $, ` or \, a backslash outside quotes); false for anything else
+// (redirections, pipes, variables, globs), which only a shell runs as written.
+inline bool shell_words(const std::string& s, std::vector<std::string>& out) {
+  out.clear();
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == ' ' || c == '\t') {
+      if (in_word) out.push_back(word);
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      const size_t j = s.find('\'', i + 1);
+      if (j == std::string::npos) return false;
+      word += s.substr(i + 1, j - i - 1);
+      i = j;
+    } else if (c == '"') {
+      size_t j = i + 1;
+      for (; j < s.size() && s[j] != '"'; ++j)
+        if (s[j] == '$' || s[j] == '`' || s[j] == '\\') return false;
+      if (j == s.size()) return false;
+      word += s.substr(i + 1, j - i - 1);
+      i = j;
+    } else if (c == '\\') {
+      if (++i == s.size()) return false;
+      word += s[i];
+    } else if (std::strchr("|&;<>()$`*?[]{}~#!\n", c)) {
+      return false;
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) out.push_back(word);
+  return true;
+}
+
+// The fork server (util/fork_server.h) this test process starts lmx runs from: each run_lmx
+// then costs what the command does, not lmx's ~0.7 s of loading LibTorch as well.
+inline lmx::fork_server::Client& lmx_runs() {
+  static lmx::fork_server::Client client;
+  return client;
+}
+
 // Runs build/lmx with the given shell-quoted arguments from `dir` (default: the source root).
-// env: "KEY=VALUE ..." set for this command only.
+// env: "KEY=VALUE ..." set for this command only. Forked from the fork server (as a sweep starts
+// its runs) where the arguments are plain words, else (or with LMX_FORK_SERVER=0) through sh.
 inline RunResult run_lmx(const std::string& args, const std::string& dir = LMX_SOURCE_DIR, const std::string& env = "") {
+  std::vector<std::string> words, sets;
+  const char* off = std::getenv("LMX_FORK_SERVER");
+  if (!(off && std::string(off) == "0") && shell_words(args, words) && shell_words(env, sets)) {
+    std::vector<std::string> environment = sets;
+    for (char** e = environ; *e; ++e) {
+      const std::string entry = *e;
+      const std::string key = entry.substr(0, entry.find('=') + 1);
+      if (std::none_of(sets.begin(), sets.end(), [&](const std::string& x) { return x.rfind(key, 0) == 0; }))
+        environment.push_back(entry);
+    }
+    std::string log = (std::filesystem::temp_directory_path() / "lmx-run-XXXXXX").string();
+    const int fd = mkstemp(log.data());
+    if (fd >= 0) {
+      close(fd);
+      words.insert(words.begin(), LMX_BINARY);
+      std::string why;
+      const pid_t pid = lmx_runs().spawn(LMX_BINARY, words, environment, log, false, &why, dir);
+      if (pid > 0) {
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        RunResult r;
+        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        r.output = read_file(log);
+        std::filesystem::remove(log);
+        return r;
+      }
+      std::filesystem::remove(log);
+    }
+  }
   return run_shell("cd '" + dir + "' && " + env + (env.empty() ? "'" : " '") + LMX_BINARY + "' " + args + " 2>&1");
 }
 
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // metrics.csv without its tokens_per_s column (wall-clock dependent), for exact comparisons.
 inline std::string metrics_without_speed(const std::string& path) {

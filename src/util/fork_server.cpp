@@ -116,27 +116,28 @@ bool recv_strings(int fd, std::vector<std::string>& items) {
 #endif
 }
 
-// One request: [append, log_path, argc, argv..., env...]. Forks a middle process that opens the
-// log, forks the run and exits, so that the run is reparented to the client (its subreaper).
-// Replies with the run's pid, or -errno.
+// One request: [append, log_path, cwd, argc, argv..., env...]. Forks a middle process that
+// changes to cwd (when given), opens the log, forks the run and exits, so that the run is
+// reparented to the client (its subreaper). Replies with the run's pid, or -errno.
 void serve_one(int sock, int (*main_fn)(int, char**), std::vector<std::string>& req) {
   int32_t reply = -EINVAL;
   int pipe_fds[2];
-  if (req.size() < 3 || pipe2(pipe_fds, O_CLOEXEC) != 0) {
+  if (req.size() < 4 || pipe2(pipe_fds, O_CLOEXEC) != 0) {
     write_all(sock, &reply, sizeof reply);
     return;
   }
   const bool append = req[0] == "1";
-  const std::string log_path = req[1];
-  const size_t argc = std::strtoul(req[2].c_str(), nullptr, 10);
-  std::vector<std::string> args(req.begin() + 3, req.begin() + 3 + std::min(argc, req.size() - 3));
-  const std::vector<std::string> env(req.begin() + 3 + args.size(), req.end());
+  const std::string log_path = req[1], cwd = req[2];
+  const size_t argc = std::strtoul(req[3].c_str(), nullptr, 10);
+  std::vector<std::string> args(req.begin() + 4, req.begin() + 4 + std::min(argc, req.size() - 4));
+  const std::vector<std::string> env(req.begin() + 4 + args.size(), req.end());
   const pid_t middle = fork();
   if (middle == 0) {
     close(pipe_fds[0]);
     int log_fd = -1;
     int32_t result = 0;
-    if (!log_path.empty()) {
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) result = -errno;
+    if (result == 0 && !log_path.empty()) {
       log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
       if (log_fd < 0) result = -errno;
     }
@@ -243,13 +244,14 @@ bool Client::start(const std::string& exec_path, std::string* why) {
 }
 
 int Client::spawn(const std::string& exec_path, const std::vector<std::string>& argv,
-                  const std::vector<std::string>& env, const std::string& log_path, bool append, std::string* why) {
+                  const std::vector<std::string>& env, const std::string& log_path, bool append, std::string* why,
+                  const std::string& cwd) {
   if (failed_) return -1;
   if (fd_ < 0 && !start(exec_path, why)) {
     failed_ = true;
     return -1;
   }
-  std::vector<std::string> req = {append ? "1" : "0", log_path, std::to_string(argv.size())};
+  std::vector<std::string> req = {append ? "1" : "0", log_path, cwd, std::to_string(argv.size())};
   req.insert(req.end(), argv.begin(), argv.end());
   req.insert(req.end(), env.begin(), env.end());
   int32_t reply = 0;

@@ -41,12 +41,14 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   // Starts argv (argv[0] the name to show) with the environment env ("KEY=VALUE", the whole
-  // environment), stdout and stderr to log_path (appended when append; empty: inherited).
+  // environment), stdout and stderr to log_path (appended when append; empty: inherited), in
+  // the directory cwd (empty: the one this process had when the server started; a relative
+  // log_path is from there).
   // Returns the run's pid, a child of this process, or -1 when the server did not start it (the
   // caller then starts it itself); *why is set when the server is given up for good (it could
   // not start, or stopped answering: later calls return -1 at once), empty for one run's failure.
   int spawn(const std::string& exec_path, const std::vector<std::string>& argv, const std::vector<std::string>& env,
-            const std::string& log_path, bool append, std::string* why);
+            const std::string& log_path, bool append, std::string* why, const std::string& cwd = "");
 
  private:
   bool start(const std::string& exec_path, std::string* why);
