@@ -21,8 +21,7 @@
 #include <string>
 
 #include "util/fork_server.h"
-
-extern char** environ;
+#include "util/process.h"
 
 namespace lmx::test {
 
@@ -133,13 +132,7 @@ inline RunResult run_lmx(const std::string& args, const std::string& dir = LMX_S
   std::vector<std::string> words, sets;
   const char* off = std::getenv("LMX_FORK_SERVER");
   if (!(off && std::string(off) == "0") && shell_words(args, words) && shell_words(env, sets)) {
-    std::vector<std::string> environment = sets;
-    for (char** e = environ; *e; ++e) {
-      const std::string entry = *e;
-      const std::string key = entry.substr(0, entry.find('=') + 1);
-      if (std::none_of(sets.begin(), sets.end(), [&](const std::string& x) { return x.rfind(key, 0) == 0; }))
-        environment.push_back(entry);
-    }
+    const std::vector<std::string> environment = lmx::process::environment_with(sets);
     std::string log = (std::filesystem::temp_directory_path() / "lmx-run-XXXXXX").string();
     const int fd = mkstemp(log.data());
     if (fd >= 0) {

@@ -245,6 +245,28 @@ TEST_CASE("a fork server that cannot start or stops answering is given up once, 
   CHECK_THAT(why, Catch::Contains("stopped answering"));
 }
 
+TEST_CASE("run_lmx forks what sh would exec: the same words, output and exit code", "[sweep][cli]") {
+  // shell_words splits as sh does, or declines.
+  for (const std::string line : {"a b  c", "'x y' z", "--set 'a=[1, 2]' \"q r\"", "it\\'s", "'' e"}) {
+    INFO(line);
+    std::vector<std::string> words;
+    REQUIRE(lmx::test::shell_words(line, words));
+    std::string joined;
+    for (const auto& w : words) joined += w + "\n";
+    CHECK(lmx::test::run_shell("printf '%s\\n' " + line).output == joined);
+  }
+  std::vector<std::string> words;
+  for (const std::string line : {"a | b", "a > f", "$HOME", "a;b", "\"$x\"", "*.yaml", "'open"}) CHECK(!lmx::test::shell_words(line, words));
+  // Forked (plain words) and through sh (a redirection makes run_lmx use it): the same result.
+  for (const std::string args : {"config show configs/llama.yaml", "config show configs/missing.yaml", "frobnicate"}) {
+    INFO(args);
+    const auto forked = lmx::test::run_lmx(args);
+    const auto shell = lmx::test::run_lmx(args + " < /dev/null");
+    CHECK(forked.code == shell.code);
+    CHECK(forked.output == shell.output);
+  }
+}
+
 TEST_CASE("a sweep starts its runs from the binary it started as, even once that file is replaced",
           "[sweep][cli]") {
   TempDir dir;

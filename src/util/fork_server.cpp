@@ -1,6 +1,7 @@
 #include "util/fork_server.h"
 
 #include "util/env.h"
+#include "util/process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
-extern char** environ;
 
 namespace lmx::fork_server {
 
@@ -209,29 +208,15 @@ bool Client::start(const std::string& exec_path, std::string* why) {
     *why = std::string("socketpair: ") + std::strerror(errno);
     return false;
   }
-  std::vector<std::string> env_s = {std::string(kFdVar) + "=" + std::to_string(sv[1])};
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, kFdVar, std::strlen(kFdVar)) != 0) env_s.push_back(*e);
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string name = "lmx-fork-server";
-  char* argv[] = {name.data(), nullptr};
+  const std::vector<std::string> env =
+      process::environment_with({std::string(kFdVar) + "=" + std::to_string(sv[1])});
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, sv[1], sv[1]);  // the same descriptor, without O_CLOEXEC
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
   // Its own process group: a terminal's Ctrl-C reaches the client, which forwards it to the runs.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exec_path.c_str(), &actions, &attr, argv, envp.data());
+  const int rc = process::spawn_in_own_group(exec_path, {"lmx-fork-server"}, env, &actions, &pid);
   posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
   close(sv[1]);
   if (rc != 0) {
     close(sv[0]);
