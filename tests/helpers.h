@@ -130,8 +130,7 @@ inline lmx::fork_server::Client& lmx_runs() {
 // its runs) where the arguments are plain words, else (or with LMX_FORK_SERVER=0) through sh.
 inline RunResult run_lmx(const std::string& args, const std::string& dir = LMX_SOURCE_DIR, const std::string& env = "") {
   std::vector<std::string> words, sets;
-  const char* off = std::getenv("LMX_FORK_SERVER");
-  if (!(off && std::string(off) == "0") && shell_words(args, words) && shell_words(env, sets)) {
+  if (shell_words(args, words) && shell_words(env, sets)) {
     const std::vector<std::string> environment = lmx::process::environment_with(sets);
     std::string log = (std::filesystem::temp_directory_path() / "lmx-run-XXXXXX").string();
     const int fd = mkstemp(log.data());

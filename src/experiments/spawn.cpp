@@ -2,12 +2,10 @@
 // experiments/sweep.h.
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "experiments/sweep.h"

@@ -268,8 +268,7 @@ class SweepScheduler {
         fs::remove_all(r.dir, ec);  // never got going: start it afresh
       }
     }
-    running_[spawn_self(opt_.child_args(child), r.log, /*append=*/child.resume, {},
-                        fork_server::enabled() ? &server_ : nullptr)] = i;
+    running_[spawn_self(opt_.child_args(child), r.log, /*append=*/child.resume, {}, &server_)] = i;
     log::debug("sweep", "started {} seed {}{}", r.name, r.seed, child.resume ? " (resume)" : "");
   }
 

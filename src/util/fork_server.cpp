@@ -6,14 +6,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -79,16 +77,17 @@ bool recv_strings(int fd, std::vector<std::string>& items) {
 
 // The run, in the process forked for it: its own process group, output, environment and an
 // empty signal mask (as spawn_self's posix_spawn gives it), then main_fn as main() would run.
+// sock and pipe_fd: the server's socket and the middle process's pipe, which the run does not keep.
 [[noreturn]] void run_forked(int (*main_fn)(int, char**), std::vector<std::string>& args,
-                             const std::vector<std::string>& env, int log_fd, int keep_closed_a, int keep_closed_b) {
+                             const std::vector<std::string>& env, int log_fd, int sock, int pipe_fd) {
   setpgid(0, 0);
   if (log_fd >= 0) {
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
     if (log_fd > STDERR_FILENO) close(log_fd);
   }
-  close(keep_closed_a);
-  close(keep_closed_b);
+  close(sock);
+  close(pipe_fd);
   clearenv();
   // putenv keeps the pointers: the strings live as long as the process.
   static std::vector<std::string> env_store;
@@ -176,9 +175,7 @@ void serve_if_asked(int (*main_fn)(int, char**)) {
   _exit(0);  // the client is gone (it closed the connection, or exited)
 }
 
-bool enabled() {
-  return env::text("LMX_FORK_SERVER") != "0";
-}
+Client::Client() : failed_(env::text("LMX_FORK_SERVER") == "0") {}
 
 Client::~Client() { stop(); }
 

@@ -29,13 +29,11 @@ namespace lmx::fork_server {
 // each forked run calls with its arguments, as main() would.
 void serve_if_asked(int (*main_fn)(int, char**));
 
-// Whether runs should be started through a fork server (LMX_FORK_SERVER is not 0).
-bool enabled();
-
-// The client's end: starts the server (exec_path, this process's environment) on first use.
+// The client's end: starts the server (exec_path, this process's environment) on first use;
+// with LMX_FORK_SERVER=0, never (spawn returns -1, and the caller execs).
 class Client {
  public:
-  Client() = default;
+  Client();
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -55,7 +53,7 @@ class Client {
   void stop();
   int fd_ = -1;
   int pid_ = -1;
-  bool failed_ = false;
+  bool failed_;  // off, or given up: spawn returns -1 at once
 };
 
 }  // namespace lmx::fork_server
