@@ -232,6 +232,15 @@ TEST_CASE("a sweep's runs forked by its fork server are the runs exec'd one by o
   }
 }
 
+TEST_CASE("a bad LMX_FORK_SERVER is refused in one line before a sweep writes anything", "[sweep][cli]") {
+  TempDir dir;
+  auto spec = dir.write("s.yaml", "base: " + lmx::test::source_path("configs/llama.yaml") + "\nseeds: [0]\n");
+  auto r = lmx::test::run_lmx("sweep '" + spec + "' --out '" + dir.file("out") + "'", LMX_SOURCE_DIR, "LMX_FORK_SERVER=yes");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("LMX_FORK_SERVER=yes: expected 0 or 1"));
+  CHECK(!fs::exists(dir.file("out")));
+}
+
 TEST_CASE("a fork server that cannot start or stops answering is given up once, with the reason", "[sweep]") {
   std::string why;
   fork_server::Client missing;

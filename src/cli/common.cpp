@@ -22,6 +22,7 @@
 #include "train/summary.h"
 #include "util/csv.h"
 #include "util/error.h"
+#include "util/fork_server.h"
 #include "util/log_sink.h"
 
 namespace fs = std::filesystem;
@@ -152,6 +153,7 @@ void prepare_out_dir(const std::string& dir) {
 }
 
 std::string sweep_out_dir(const std::string& resume, const std::string& out, const std::string& default_name) {
+  fork_server::wanted();  // a bad LMX_FORK_SERVER fails before the folder is made
   if (resume.empty()) {
     const std::string dir = out.empty() ? default_out_dir(default_name) : out;
     prepare_out_dir(dir);

@@ -1,6 +1,7 @@
 #include "util/fork_server.h"
 
 #include "util/env.h"
+#include "util/error.h"
 #include "util/process.h"
 
 #include <errno.h>
@@ -175,7 +176,14 @@ void serve_if_asked(int (*main_fn)(int, char**)) {
   _exit(0);  // the client is gone (it closed the connection, or exited)
 }
 
-Client::Client() : failed_(env::text("LMX_FORK_SERVER") == "0") {}
+bool wanted() {
+  const std::string v = env::text("LMX_FORK_SERVER");
+  if (!v.empty() && v != "0" && v != "1")
+    throw InputError("LMX_FORK_SERVER=" + v + ": expected 0 or 1", "unset it for the default (runs forked)");
+  return v != "0";
+}
+
+Client::Client() : failed_(!wanted()) {}
 
 Client::~Client() { stop(); }
 

@@ -29,6 +29,10 @@ namespace lmx::fork_server {
 // each forked run calls with its arguments, as main() would.
 void serve_if_asked(int (*main_fn)(int, char**));
 
+// LMX_FORK_SERVER: unset, empty or 1 (fork runs from a server) or 0 (exec each); another value
+// is an InputError naming it.
+bool wanted();
+
 // The client's end: starts the server (exec_path, this process's environment) on first use;
 // with LMX_FORK_SERVER=0, never (spawn returns -1, and the caller execs).
 class Client {
