@@ -2,7 +2,8 @@
 // outputs and gradients of the autograd Function for MHA / GQA / MQA, with and without RoPE
 // (both layouts), odd lengths; whole models (logits and every parameter gradient) with the
 // kernels on and off (the fused RMSNorm, residual + RMSNorm and SwiGLU included, pre- and
-// post-norm); KV-cached decoding through the kernel ≡ the full forward.
+// post-norm); sliding windows and soft-caps on the scores, padded and padding-free; KV-cached
+// decoding through the kernel ≡ the full forward.
 #include "catch.h"
 #include "experiments/probe.h"
 
@@ -23,13 +24,14 @@ using lmx::experiments::max_abs;
 namespace {
 
 // The plain path on packed qkv (B, T, H + 2Hk, D): RoPE ops, repeat_interleave, masked softmax.
-torch::Tensor plain(const torch::Tensor& qkv, int64_t H, int64_t Hk, RoPEImpl* rope) {
+torch::Tensor plain(const torch::Tensor& qkv, int64_t H, int64_t Hk, RoPEImpl* rope, const AttnLimits& limits = {}) {
   const int64_t D = qkv.size(3);
   auto q = qkv.narrow(2, 0, H).transpose(1, 2), k = qkv.narrow(2, H, Hk).transpose(1, 2);
   auto v = qkv.narrow(2, H + Hk, Hk).transpose(1, 2);
   if (rope) q = rope->rotate(q, 0), k = rope->rotate(k, 0);
   if (Hk != H) k = k.repeat_interleave(H / Hk, 1), v = v.repeat_interleave(H / Hk, 1);
-  return causal_attention(q, k, v, {}, 1.0 / std::sqrt(double(D)), 0).transpose(1, 2);  // (B, T, H, D)
+  return causal_attention(q, k, v, {}, 1.0 / std::sqrt(double(D)), 0, limits.window, limits.softcap)
+      .transpose(1, 2);  // (B, T, H, D)
 }
 
 ModelConfig model_config(const std::string& position, int64_t kv_heads, bool bias) {
@@ -91,16 +93,69 @@ TEST_CASE("fused attention: outputs and gradients match the plain path", "[model
   }
 }
 
+TEST_CASE("fused attention: a sliding window and a soft-cap match the plain path, padded and padding-free",
+          "[model][attention][fused]") {
+  struct Case {
+    int64_t T, H, Hk, D, window;
+    double softcap;
+  };
+  // Head dim 16 (the lanes kernels) and 32 / 8 (the row kernels); windows of 1 (itself only),
+  // inside and past a 16-query block, and as long as the sequence; caps that bend the scores.
+  const std::vector<Case> cases = {{64, 4, 2, 16, 8, 0},  {37, 4, 1, 16, 1, 0},  {50, 4, 4, 16, 0, 1.5},
+                                   {67, 4, 2, 16, 20, 2}, {33, 2, 2, 32, 5, 0},  {29, 4, 1, 8, 0, 1},
+                                   {40, 2, 1, 32, 7, 2.5}, {48, 2, 1, 16, 48, 0}};
+  for (const auto& cs : cases) {
+    DYNAMIC_SECTION("T=" << cs.T << " H=" << cs.H << " Hk=" << cs.Hk << " D=" << cs.D << " window=" << cs.window
+                         << " softcap=" << cs.softcap) {
+      torch::manual_seed(cs.T * 7 + cs.D);
+      RopeOptions o;
+      o.dim = cs.D;
+      auto rope = std::make_shared<RoPEImpl>(o);
+      auto [cos, sin] = rope->tables(cs.T, torch::kCPU);
+      const AttnLimits limits{cs.window, cs.softcap};
+      // Scores of a few units, so that a cap of 1.5-2.5 bends them.
+      auto qkv = (2 * torch::randn({3, cs.T, cs.H + 2 * cs.Hk, cs.D})).requires_grad_();
+      auto upstream = torch::randn({3, cs.T, cs.H, cs.D});
+      auto y_ref = plain(qkv, cs.H, cs.Hk, rope.get(), limits);
+      auto g_ref = torch::autograd::grad({y_ref}, {qkv}, {upstream})[0];
+      const double scale = 1.0 / std::sqrt(double(cs.D));
+      auto y = fused_causal_attention(qkv, cs.H, cs.Hk, scale, cos, sin, false, {}, limits);
+      auto g = torch::autograd::grad({y}, {qkv}, {upstream})[0];
+      CHECK(max_abs(y, y_ref) < 1e-5);
+      // Relative to the largest gradient (a few units here, from the doubled inputs)
+      CHECK(max_abs(g, g_ref) / std::max(1.0, g_ref.abs().max().item<double>()) < 1e-5);
+      // The limits matter here: without them the output moves (a window as long as the sequence
+      // and no cap: it does not).
+      const double unlimited = max_abs(fused_causal_attention(qkv, cs.H, cs.Hk, scale, cos, sin, false), y_ref);
+      if (cs.window >= cs.T && cs.softcap == 0)
+        CHECK(unlimited < 1e-5);
+      else
+        CHECK(unlimited > 1e-3);
+      // Padding-free: the three sequences end to end, each attending within itself.
+      auto packed = qkv.reshape({1, 3 * cs.T, cs.H + 2 * cs.Hk, cs.D});
+      auto y_packed = fused_causal_attention(packed, cs.H, cs.Hk, scale, cos, sin, false, {cs.T, cs.T, cs.T}, limits);
+      CHECK(max_abs(y_packed.reshape(y_ref.sizes()), y_ref) < 1e-5);
+      {
+        torch::NoGradGuard no_grad;
+        CHECK(max_abs(fused_causal_attention(qkv, cs.H, cs.Hk, scale, cos, sin, false, {}, limits), y_ref) < 1e-5);
+      }
+    }
+  }
+}
+
 TEST_CASE("fused attention: whole-model logits and parameter gradients equal the plain path",
           "[model][attention][fused]") {
   for (auto [position, kv_heads, bias, norm] :
        {std::tuple{"sinusoidal", 4, true, "layernorm"}, std::tuple{"rope", 2, false, "rmsnorm"},
-        std::tuple{"none", 1, true, "rmsnorm"}, std::tuple{"rope", 2, false, "rmsnorm post"}}) {
+        std::tuple{"none", 1, true, "rmsnorm"}, std::tuple{"rope", 2, false, "rmsnorm post"},
+        std::tuple{"rope", 2, false, "rmsnorm window"}, std::tuple{"none", 4, false, "rmsnorm softcap"}}) {
     DYNAMIC_SECTION(position << " Hk=" << kv_heads << " " << norm) {
       ModelConfig c = model_config(position, kv_heads, bias);
       c.norm = "rmsnorm";  // rmsnorm: the fused RMSNorm and residual + RMSNorm too
       if (std::string(norm) == "layernorm") c.norm = norm;
       if (std::string(norm) == "rmsnorm post") c.norm_placement = NormPlacement::Post;
+      if (std::string(norm) == "rmsnorm window") c.sliding_window = 9, c.window_global_every = 2;
+      if (std::string(norm) == "rmsnorm softcap") c.attn_softcap = 1.0;
       if (c.norm == "rmsnorm") c.ffn = "swiglu", c.d_ff = 100;  // the fused SwiGLU, a width with a tail
       torch::manual_seed(3);
       ModernLM model(c);
@@ -175,9 +230,13 @@ TEST_CASE("op_timer: each fused op's forward and backward time lands in its own 
 
 TEST_CASE("fused attention: KV-cached decoding equals the full forward", "[model][attention][fused]") {
   FusedKernelsScope sw(true);
-  for (std::string position : {"rope", "sinusoidal"}) {
+  // With a window the cache keeps the last W − 1 keys: ALiBi and T5 (the plain path, their score
+  // bias over the trimmed keys) as well as the kernel.
+  for (std::string position : {"rope", "sinusoidal", "rope window", "rope softcap", "alibi window", "t5_bias window"}) {
     DYNAMIC_SECTION(position) {
-      ModelConfig c = model_config(position, 2, false);
+      ModelConfig c = model_config(position.substr(0, position.find(' ')), 2, false);
+      if (position.find("window") != std::string::npos) c.sliding_window = 7, c.window_global_every = 2;  // layer 1 global
+      if (position == "rope softcap") c.attn_softcap = 1.0;
       torch::manual_seed(8);
       ModernLM model(c);
       model->eval();
@@ -188,6 +247,10 @@ TEST_CASE("fused attention: KV-cached decoding equals the full forward", "[model
       std::vector<torch::Tensor> steps{model->forward(tokens.slice(1, 0, 5), &cache)};
       for (int64_t t = 5; t < 40; ++t) steps.push_back(model->forward(tokens.slice(1, t, t + 1), &cache));
       CHECK(max_abs(torch::cat(steps, 1), full) < 1e-5);
+      if (c.sliding_window > 0) {  // layer 0 trimmed to the window, layer 1 (global) whole
+        CHECK(cache.layers[0][0].size(2) == c.sliding_window - 1);
+        CHECK(cache.layers[1][0].size(2) == 40);
+      }
     }
   }
 }

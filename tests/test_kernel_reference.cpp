@@ -1,7 +1,8 @@
 // Every kernel variant this CPU runs (generic SSE2 always; AVX2+FMA and AVX-512 where the CPU
 // has them) against the reference twins (kernels::reference, plain loops over doubles from the
 // formulas): attention forward, backward and decode (head dims 8-64, GQA groups, RoPE in both
-// layouts, a query offset, lengths that end inside a tile), the FFN activations plain and gated
+// layouts, a query offset, lengths that end inside a tile, sliding windows and soft-caps on the
+// scores), the FFN activations plain and gated
 // (with GELU's kept Φ), both norms with and without a residual, cross-entropy with ignored rows.
 //
 // Tolerance, stated before running: a float32 kernel sums n terms in its own order, so its
@@ -73,6 +74,8 @@ double scaled_error(const std::vector<float>& got, const std::vector<float>& ref
 struct AttnCase {
   int64_t Tq, Tk, D, group;
   bool rope, interleaved;
+  int64_t window = 0;  // sliding window (0: none)
+  float softcap = 0;   // soft-cap on the scores (0: none)
   int64_t q_start() const { return Tk - Tq; }
 };
 
@@ -96,6 +99,7 @@ AttnOut attention(const Variant& v, const AttnCase& c, AttnShape& s, std::vector
   s.Tq = c.Tq, s.Tk = c.Tk, s.D = D, s.q_start = c.q_start(), s.group = G;
   s.scale = 1.0f / std::sqrt(static_cast<float>(D));
   if (c.rope) s.cos = cos.data(), s.sin = sin.data(), s.interleaved = c.interleaved;
+  s.window = c.window, s.softcap = c.softcap;
   AttnOut out;
   out.o.assign(G * c.Tq * D, 0.0f);
   out.lse.assign(G * c.Tq, 0.0f);
@@ -124,6 +128,14 @@ std::vector<AttnCase> attention_cases() {
     for (auto [Tq, Tk] : {std::pair<int64_t, int64_t>{1, 1}, {5, 5}, {13, 13}, {37, 37}, {3, 20}})
       for (int64_t G : {1, 3, 4})
         for (int rope : {0, 1, 2}) cases.push_back({Tq, Tk, D, G, rope > 0, rope == 2});
+  // Sliding windows (1: each query sees itself only; 4 and 9: inside and past a 16-query block)
+  // and soft-caps small enough to bend the scores (they are ~N(0, 1) here; 1.5 and 2.5 caps
+  // move the largest by a third), alone and together.
+  for (int64_t D : {8, 16, 32})
+    for (auto [Tq, Tk] : {std::pair<int64_t, int64_t>{1, 1}, {13, 13}, {37, 37}, {3, 20}})
+      for (int64_t G : {1, 3})
+        for (auto [window, cap] : {std::pair<int64_t, float>{1, 0}, {4, 0}, {9, 0}, {0, 2.5f}, {9, 1.5f}})
+          cases.push_back({Tq, Tk, D, G, /*rope=*/G == 3, false, window, cap});
   return cases;
 }
 
@@ -134,7 +146,7 @@ TEST_CASE("kernel reference: every variant's attention forward and backward with
   for (const auto& v : variants_on_this_cpu())
     for (const auto& c : attention_cases()) {
       INFO(v.name << " Tq " << c.Tq << " Tk " << c.Tk << " D " << c.D << " group " << c.group << " rope " << c.rope
-                  << " interleaved " << c.interleaved);
+                  << " interleaved " << c.interleaved << " window " << c.window << " softcap " << c.softcap);
       AttnShape s, rs;
       std::vector<float> cos, sin, rcos, rsin;
       const auto got = attention(v, c, s, cos, sin);
@@ -152,14 +164,16 @@ TEST_CASE("kernel reference: every variant's decode over transposed keys within 
   for (const auto& v : variants_on_this_cpu())
     for (int64_t D : {8, 16, 32, 64})
       for (int64_t Tk : {2, 9, 40})
-        for (int64_t G : {1, 2, 5}) {
-          INFO(v.name << " D " << D << " Tk " << Tk << " group " << G);
+        for (int64_t G : {1, 2, 5})
+          for (auto [window, cap] : {std::pair<int64_t, float>{0, 0}, {5, 0}, {0, 2.0f}, {3, 1.5f}}) {
+          INFO(v.name << " D " << D << " Tk " << Tk << " group " << G << " window " << window << " softcap " << cap);
           const int64_t ld = (Tk + 7) / 8 * 8 + 8;
           const auto q = normal_floats(G * D, 5), val = normal_floats(Tk * D, 6);
           auto kt = normal_floats(D * ld, 7);  // key j in column j; columns past Tk: any finite values
           AttnShape s;
           s.Tq = 1, s.Tk = Tk, s.D = D, s.q_start = Tk - 1, s.group = G;
           s.scale = 1.0f / std::sqrt(static_cast<float>(D));
+          s.window = window, s.softcap = cap;
           auto run = [&](const Variant& var) {
             AttnOut out;
             out.o.assign(G * D, 0.0f), out.lse.assign(G, 0.0f);

@@ -41,6 +41,8 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 struct Case {
   int64_t Tq, Tk, D, group, q_start;
   bool rope, interleaved;
+  int64_t window = 0;
+  float softcap = 0;
 };
 
 // One KV head's forward and backward through fwd / bwd: o, lse, dq, dk, dv.
@@ -63,6 +65,7 @@ Outputs attention(ForwardFn fwd, BackwardFn bwd, const Case& c) {
   s.Tq = c.Tq, s.Tk = c.Tk, s.D = D, s.q_start = c.q_start, s.group = G;
   s.scale = 1.0f / std::sqrt(static_cast<float>(D));
   if (c.rope) s.cos = cos.data(), s.sin = sin.data(), s.interleaved = c.interleaved;
+  s.window = c.window, s.softcap = c.softcap;
   Outputs out;
   out.o.assign(G * c.Tq * D, 0.0f);
   out.lse.assign(G * c.Tq, 0.0f);
@@ -99,10 +102,15 @@ TEST_CASE("kernel variants: AVX-512 attention kernels give the AVX2 kernels' bit
       {1, 1, 8, 1, 0, false, false},    {13, 13, 32, 2, 0, true, false}, {70, 70, 64, 1, 0, true, true},
       {5, 40, 16, 2, 35, true, false},  {1, 129, 32, 1, 128, false, false}, {29, 29, 24, 2, 0, true, false},
       {9, 9, 16, 1, 0, false, false},
+      // sliding windows and soft-caps: the lanes kernels (head dim 16) and the row kernels
+      {64, 64, 16, 2, 0, true, false, 8, 0},  {37, 37, 16, 1, 0, false, false, 0, 2.0f},
+      {70, 70, 16, 4, 0, true, true, 20, 1.5f}, {29, 29, 32, 2, 0, true, false, 5, 0},
+      {13, 13, 24, 1, 0, false, false, 0, 3.0f}, {5, 40, 16, 2, 35, true, false, 7, 2.0f},
   };
   for (const auto& c : cases) {
     INFO("Tq " << c.Tq << " Tk " << c.Tk << " D " << c.D << " group " << c.group << " q_start " << c.q_start
-               << " rope " << c.rope << " interleaved " << c.interleaved);
+               << " rope " << c.rope << " interleaved " << c.interleaved << " window " << c.window << " softcap "
+               << c.softcap);
     const Outputs a = attention(&avx2::forward, &avx2::backward, c);
     const Outputs b = attention(&avx512::forward, &avx512::backward, c);
     CHECK(same_bits(a.o, b.o));

@@ -3,7 +3,7 @@
 # Llama preset (B 32, T 64, 1 thread) with one change at a time, in interleaved rounds (every
 # variant once per round, so that a drifting VM moves them all), the median ms per step of the
 # rounds and its ratio to the preset's. Prints a Markdown table; docs/PERFORMANCE.md quotes it.
-#   scripts/dev/component_cost.sh [ROUNDS] [LMX]
+#   [ONLY="llama window32 ..."] scripts/dev/component_cost.sh [ROUNDS] [LMX]
 set -euo pipefail
 rounds="${1:-5}"
 lmx="${2:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/lmx}"
@@ -20,7 +20,13 @@ variants=(
   "muon:train.optimizer=muon"
   "moe:model.ffn=moe model.moe_experts=4 model.moe_top_k=2 model.d_ff=86"
   "window32:model.sliding_window=32 model.window_global_every=2"
+  "attn_softcap50:model.attn_softcap=50"
 )
+if [[ -n "${ONLY:-}" ]]; then  # ONLY="llama window32": those variants alone
+  keep=()
+  for v in "${variants[@]}"; do [[ " $ONLY " == *" ${v%%:*} "* ]] && keep+=("$v"); done
+  variants=("${keep[@]}")
+fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 for ((r = 1; r <= rounds; r++)); do

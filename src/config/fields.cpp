@@ -176,7 +176,7 @@ std::vector<Field> make_fields() {
       string_field<M>("model.attention", &M::attention, "attention kind; GQA/MQA are mha with fewer n_kv_heads", from_registry(Kind::Attention)),
       int_field<M>("model.sliding_window", &M::sliding_window, 0, kMaxInt, "mha: sliding-window attention, each query sees itself and the W − 1 positions before it (Mistral: 4096; Gemma 2: 4096 in every other layer); 0 = the whole prefix"),
       int_field<M>("model.window_global_every", &M::window_global_every, 0, kMaxInt, "sliding_window: every k-th layer (layer i with i % k = k − 1) attends to the whole prefix (Gemma 2: 2, Gemma 3: 6); 0 = every layer windowed (Mistral)"),
-      float_field<M>("model.attn_softcap", &M::attn_softcap, 0, 1e6, "mha: > 0: each attention score (q·k scaled by 1/√head_dim) soft-capped to c·tanh(s/c) before the mask and softmax (Gemma 2: 50); on LibTorch's attention path (the fused kernels have no cap); 0 = off"),
+      float_field<M>("model.attn_softcap", &M::attn_softcap, 0, 1e6, "mha: > 0: each attention score (q·k scaled by 1/√head_dim) soft-capped to c·tanh(s/c) before the mask and softmax (Gemma 2: 50); 0 = off"),
       bool_field<M>("model.qk_norm", &M::qk_norm, "mha: QK-norm, model.norm over each head's q and k before RoPE, one gain vector of head_dim for the queries and one for the keys (OLMo 2, Qwen 3, Gemma 3)"),
       int_field<M>("model.mla_kv_rank", &M::mla_kv_rank, 1, kMaxInt, "MLA: rank of the cached KV latent"),
       int_field<M>("model.mla_q_rank", &M::mla_q_rank, 0, kMaxInt, "MLA: rank of the query latent; 0 = full-rank query projection"),

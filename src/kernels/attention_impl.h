@@ -7,7 +7,11 @@
 // rows (vector exp); O = P·V. The forward keeps each row's log-sum-exp, not P.
 // Backward: P = exp(scale·Qr·Krᵀ − lse) recomputed, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O))·scale,
 // dQr = dS·Kr, dKr = dSᵀ·Qr, dV = Pᵀ·dO (summed over the group's query heads), then the inverse
-// RoPE rotation. The matrix products run over register tiles (attention_tiles.h); this file
+// RoPE rotation. A soft-cap c (AttnShape::softcap) turns each scaled score s into c·tanh(s/c)
+// before the softmax and multiplies dS by 1 − tanh²(s/c); a sliding window gives every row a first
+// visible key, before which its probabilities are zero (the products still run over them: the
+// row kernels serve head dims other than 16, where windows are rare).
+// The matrix products run over register tiles (attention_tiles.h); this file
 // holds the row operations (RoPE, transposes, softmax) and the two passes. Head dimension 16
 // with AVX2 or AVX-512 takes attention_lanes.h's kernels instead (queries in vector lanes),
 // except for decoding over a KV cache (lanes::takes).
@@ -221,6 +225,24 @@ static inline __attribute__((always_inline)) void probs_row(float* s, int64_t n,
   zero_from(s, j, ld);
 }
 
+// Row s[0, ceil8(n)) of scaled scores soft-capped to c·tanh(s/c); g (when not null) gets
+// 1 − tanh²(s/c) there, the cap's derivative, for the backward.
+static inline __attribute__((always_inline)) void cap_row(float* s, int64_t n, float c, float* g) {
+  const float inv = 1.0f / c;
+  for (int64_t j = 0; j < n; j += 8) {
+    const v8f t = vtanh(vload(s + j) * inv);
+    vstore(s + j, t * c);
+    if (g) vstore(g + j, 1.0f - t * t);
+  }
+}
+
+// The forward's row of scores for a soft-cap and a window: capped, and −inf before the first key
+// the row sees (its exp is then ~1e-38, which the caller zeroes: no term of the row's sum moves).
+static inline __attribute__((always_inline)) void limit_row(float* s, int64_t n, int64_t lo, const AttnShape& sh) {
+  if (sh.softcap > 0) cap_row(s, n, sh.softcap, nullptr);
+  std::fill(s, s + lo, -INFINITY);
+}
+
 }  // namespace
 
 }  // namespace lmx::kernels::LMX_KERNEL_NS
@@ -237,7 +259,8 @@ namespace lmx::kernels::LMX_KERNEL_NS {
 // head per call: the same bits. Kt: the rotated keys (D × ld, zero or unread past ceil8(Tk));
 // Qr: 4 × D; S: 4 rows of ld.
 static void decode_rows(const ForwardArgs& a, const AttnShape& s, const float* Kt, int64_t ld, float* Qr, float* S) {
-  const int64_t D = s.D, tkp = s.tk_pad(), n = s.visible(0);
+  const int64_t D = s.D, tkp = s.tk_pad(), n = s.visible(0), lo = s.first_visible(0);
+  const bool limited = s.softcap > 0 || lo > 0;
   auto visible = [n](int64_t) { return n; };
   for (int64_t r0 = 0; r0 < s.group; r0 += 4) {
     const int64_t nr = std::min<int64_t>(4, s.group - r0);
@@ -245,8 +268,12 @@ static void decode_rows(const ForwardArgs& a, const AttnShape& s, const float* K
     std::fill(Qr + nr * D, Qr + 4 * D, 0.0f);
     scores(Qr, nr, D, Kt, ld, s.scale, visible, S);
     float m[4], sum[4];
+    if (limited)
+      for (int64_t k = 0; k < nr; ++k) limit_row(S + k * ld, n, lo, s);
     for (int64_t k = 0; k < nr; ++k) m[k] = row_max(S + k * ld, n);
     for (int64_t k = 0; k < nr; ++k) sum[k] = exps_row(S + k * ld, n, m[k]);
+    if (lo > 0)
+      for (int64_t k = 0; k < nr; ++k) std::fill(S + k * ld, S + k * ld + lo, 0.0f);
     for (int64_t k = 0; k < nr; ++k) normalize_row(S + k * ld, n, tkp, sum[k]);
     if (a.lse)
       for (int64_t k = 0; k < nr; ++k) a.lse[r0 + k] = m[k] + std::log(sum[k]);
@@ -277,6 +304,7 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
   if (Tq == 1) return decode_rows(a, s, Kt, tkp, Qr, S);
   std::fill(Qr + Tq * D, Qr + tqp * D, 0.0f);
   auto visible = [&](int64_t i) { return s.visible(i); };
+  const bool limited = s.softcap > 0 || s.window > 0;
   for (int64_t r = 0; r < s.group; ++r) {
     for (int64_t i = 0; i < Tq; ++i) rotate(a.q + r * a.q_sh + i * a.q_st, Qr + i * D, s.q_start + i, s);
     scores(Qr, Tq, D, Kt, tkp, s.scale, visible, S);
@@ -286,8 +314,12 @@ void forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
       int64_t n[R];
       float m[R], sum[R];
       for (int64_t k = 0; k < nr; ++k) n[k] = s.visible(i + k);
+      if (limited)
+        for (int64_t k = 0; k < nr; ++k) limit_row(S + (i + k) * tkp, n[k], s.first_visible(i + k), s);
       for (int64_t k = 0; k < nr; ++k) m[k] = row_max(S + (i + k) * tkp, n[k]);
       for (int64_t k = 0; k < nr; ++k) sum[k] = exps_row(S + (i + k) * tkp, n[k], m[k]);
+      if (s.window > 0)
+        for (int64_t k = 0; k < nr; ++k) std::fill(S + (i + k) * tkp, S + (i + k) * tkp + s.first_visible(i + k), 0.0f);
       for (int64_t k = 0; k < nr; ++k) normalize_row(S + (i + k) * tkp, n[k], tkp, sum[k]);
       if (a.lse)
         for (int64_t k = 0; k < nr; ++k) a.lse[r * Tq + i + k] = m[k] + std::log(sum[k]);
@@ -313,6 +345,7 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
   float* dV = dK + tkp * D;      // tkp × D
   float* dq = dV + tkp * D;      // tqp × D rotated-space query gradient
   float* delta = dq + tqp * D;   // tqp
+  float* G = delta + tqp;        // tqp × tkp: the soft-cap's derivative (with one only)
   std::fill(Kr + Tk * D, Kr + tkp * D, 0.0f);
   zero_columns(Kt, 2 * D, Tk, tkp);  // Kt and Vt
   for (int64_t j = 0; j < Tk; ++j) rotate(a.k + j * a.k_st, Kr + j * D, j, s);
@@ -331,7 +364,11 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
       delta[i] = dot_row(g, o, D);
     }
     scores(Qr, Tq, D, Kt, tkp, s.scale, visible, P);
+    if (s.softcap > 0)
+      for (int64_t i = 0; i < Tq; ++i) cap_row(P + i * tkp, s.visible(i), s.softcap, G + i * tkp);
     for (int64_t i = 0; i < Tq; ++i) probs_row(P + i * tkp, s.visible(i), tkp, a.lse[r * Tq + i]);
+    if (s.window > 0)
+      for (int64_t i = 0; i < Tq; ++i) std::fill(P + i * tkp, P + i * tkp + s.first_visible(i), 0.0f);
     for (int64_t i = Tq; i < tqp; ++i) std::fill(P + i * tkp, P + (i + 1) * tkp, 0.0f);
     scores(dO, Tq, D, Vt, tkp, 1.0f, visible, dS);  // dP
     for (int64_t i = 0; i < tqp; ++i) {
@@ -340,7 +377,10 @@ void backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
       const int64_t n = i < Tq ? s.visible(i) : 0;
       const v8f di = splat(i < Tq ? delta[i] : 0.0f), sc = splat(s.scale);
       int64_t j = 0;
-      for (; j < n; j += 8) vstore(ds + j, vload(p + j) * (vload(ds + j) - di) * sc);  // P is 0 past n
+      if (s.softcap > 0)
+        for (const float* g = G + i * tkp; j < n; j += 8) vstore(ds + j, vload(p + j) * (vload(ds + j) - di) * sc * vload(g + j));
+      else
+        for (; j < n; j += 8) vstore(ds + j, vload(p + j) * (vload(ds + j) - di) * sc);  // P is 0 past n
       zero_from(ds, j, tkp);
     }
     pv(dS, tkp, Tq, visible, Kr, D, D, dq, D, /*accumulate=*/false);

@@ -43,8 +43,13 @@ static inline __attribute__((always_inline)) vL bc(float a) { return splat16(a);
 static inline __attribute__((always_inline)) vL iota() { return Lanes16::iota(); }
 static inline __attribute__((always_inline)) vL lexp(vL x) { return vexp(x); }
 static inline __attribute__((always_inline)) vL vmax(vL a, vL b) { return a > b ? a : b; }
+static inline __attribute__((always_inline)) vL ltanh(vL x) { return vtanh(x); }
 // a where j <= pos, else b
 static inline __attribute__((always_inline)) vL if_le(float j, vL pos, vL a, vL b) { return j <= pos ? a : b; }
+// a where lo <= j <= pos, else b
+static inline __attribute__((always_inline)) vL if_in(float j, vL lo, vL pos, vL a, vL b) {
+  return (j >= lo) & (j <= pos) ? a : b;
+}
 #else
 struct vL {
   v8f lo = {}, hi = {};
@@ -67,6 +72,12 @@ static inline __attribute__((always_inline)) vL vmax(vL a, vL b) {
 }
 static inline __attribute__((always_inline)) vL if_le(float j, vL pos, vL a, vL b) {
   return {splat(j) <= pos.lo ? a.lo : b.lo, splat(j) <= pos.hi ? a.hi : b.hi};
+}
+static inline __attribute__((always_inline)) vL operator-(float a, vL b) { return {a - b.lo, a - b.hi}; }
+static inline __attribute__((always_inline)) vL ltanh(vL x) { return {vtanh(x.lo), vtanh(x.hi)}; }
+static inline __attribute__((always_inline)) vL if_in(float j, vL lo, vL pos, vL a, vL b) {
+  const v8f jv = splat(j);
+  return {(jv >= lo.lo) & (jv <= pos.lo) ? a.lo : b.lo, (jv >= lo.hi) & (jv <= pos.hi) ? a.hi : b.hi};
 }
 #endif
 
@@ -133,22 +144,22 @@ constexpr int kKeys = 8, kCols = 16;
 constexpr int kKeys = 4, kCols = 4;
 #endif
 
-// fn(j, K) over [0, n) in steps of kKeys keys, then single ones.
+// fn(j, K) over [begin, n) in steps of kKeys keys, then single ones.
 template <class Fn>
-static inline __attribute__((always_inline)) void over_keys(int64_t n, Fn&& fn) {
-  int64_t j = 0;
+static inline __attribute__((always_inline)) void over_keys(int64_t begin, int64_t n, Fn&& fn) {
+  int64_t j = begin;
   for (; j + kKeys <= n; j += kKeys) fn(j, std::integral_constant<int, kKeys>{});
   for (; j < n; ++j) fn(j, std::integral_constant<int, 1>{});
 }
 
-// fn(l, Σ_{j < n} E[j·16 + l]·X[j·x_st + (0..15)]) for rows l < rows: the block's output rows,
-// with the lanes' weights e_j (rows of E) broadcast against rows of X; kCols rows at a time.
+// fn(l, Σ_{j in [begin, n)} E[j·16 + l]·X[j·x_st + (0..15)]) for rows l < rows: the block's output
+// rows, with the lanes' weights e_j (rows of E) broadcast against rows of X; kCols rows at a time.
 template <class Fn>
-static inline __attribute__((always_inline)) void mix_rows(const float* X, int64_t x_st, const float* E, int64_t n,
-                                                          int64_t rows, Fn&& fn) {
+static inline __attribute__((always_inline)) void mix_rows(const float* X, int64_t x_st, const float* E, int64_t begin,
+                                                          int64_t n, int64_t rows, Fn&& fn) {
   for (int64_t l0 = 0; l0 < rows; l0 += kCols) {
     vL t[kCols] = {};
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = begin; j < n; ++j) {
       const vL x = ld(X + j * x_st);
       const float* e = E + j * L + l0;
       for (int l = 0; l < kCols; ++l) t[l] += e[l] * x;
@@ -164,7 +175,11 @@ static inline bool takes(const AttnShape& s) { return s.D == L && (s.q_start == 
 
 }  // namespace lanes
 
-void lanes_forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
+// kWindow: a sliding window (each lane's first key lo = pos − window + 1, the block's keys from
+// its first lane's lo on); kCap: the soft-cap c·tanh(s/c) on the scaled scores. Both false is
+// the plain causal kernel, the code it was before either existed (the same bits).
+template <bool kWindow, bool kCap>
+void lanes_forward_as(const ForwardArgs& a, const AttnShape& s, float* scratch) {
   using namespace lanes;
   const int64_t Tq = s.Tq, Tk = s.Tk;
   // lanes_scratch(Tk, false) floats (cpu_kernels.h):
@@ -174,34 +189,44 @@ void lanes_forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
   float* cols = rows + L * L;  // 16 × 16
   for (int64_t j = 0; j < Tk; ++j) rotate(a.k + j * a.k_st, Kr + j * L, j, s);
   const vL lane = iota();
+  const float cap = s.softcap, inv_cap = kCap ? 1.0f / s.softcap : 0.0f;
   for (int64_t r = 0; r < s.group; ++r)
     for (int64_t q0 = 0; q0 < Tq; q0 += L) {
-      const int64_t nq = std::min(L, Tq - q0), nk = s.visible(q0 + nq - 1);
+      const int64_t nq = std::min(L, Tq - q0), nk = s.visible(q0 + nq - 1), j0 = kWindow ? s.first_visible(q0) : 0;
       const vL pos = lane + static_cast<float>(s.q_start + q0);  // each lane's query position
+      const vL lo = pos + static_cast<float>(1 - s.window);      // each lane's first key (kWindow)
+      auto seen = [&](int64_t j, vL x, vL otherwise) {
+        if constexpr (kWindow)
+          return if_in(static_cast<float>(j), lo, pos, x, otherwise);
+        else
+          return if_le(static_cast<float>(j), pos, x, otherwise);
+      };
       load_block(a.q + r * a.q_sh + q0 * a.q_st, a.q_st, nq, s.q_start + q0, s, true, rows, cols);
-      // Scores and their maximum down the keys; keys past a query's position are −inf there.
+      // Scores and their maximum down the keys; keys a query does not see are −inf there.
       vL m = bc(-INFINITY);
-      over_keys(nk, [&](int64_t j, auto KK) {
+      over_keys(j0, nk, [&](int64_t j, auto KK) {
         constexpr int K = decltype(KK)::value;
         vL acc[K];
         dots<K>(Kr, L, j, cols, acc);
         for (int k = 0; k < K; ++k) {
-          const vL x = if_le(static_cast<float>(j + k), pos, acc[k] * s.scale, bc(-INFINITY));
+          vL x = acc[k] * s.scale;
+          if constexpr (kCap) x = ltanh(x * inv_cap) * cap;
+          x = seen(j + k, x, bc(-INFINITY));
           st(St + (j + k) * L, x);
           m = vmax(m, x);
         }
       });
-      // e_j = exp(s_j − m) (0 past the position), Σ e_j and Σ e_j·V[j] per lane.
+      // e_j = exp(s_j − m) (0 where unseen), Σ e_j and Σ e_j·V[j] per lane.
       vL sum = {};
-      for (int64_t j = 0; j < nk; ++j) {  // apart from the products: independent exps pipeline
-        const vL e = if_le(static_cast<float>(j), pos, lexp(ld(St + j * L) - m), vL{});
+      for (int64_t j = j0; j < nk; ++j) {  // apart from the products: independent exps pipeline
+        const vL e = seen(j, lexp(ld(St + j * L) - m), vL{});
         st(St + j * L, e);
         sum += e;
       }
       float inv[L];
       st(inv, 1.0f / sum);
       float* o = a.o + r * a.o_sh + q0 * a.o_st;
-      mix_rows(a.v, a.v_st, St, nk, nq, [&](int64_t l, vL x) { st(o + l * a.o_st, x * inv[l]); });
+      mix_rows(a.v, a.v_st, St, j0, nk, nq, [&](int64_t l, vL x) { st(o + l * a.o_st, x * inv[l]); });
       if (a.lse) {
         float mf[L], sf[L];
         st(mf, m);
@@ -211,7 +236,14 @@ void lanes_forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
     }
 }
 
-void lanes_backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
+void lanes_forward(const ForwardArgs& a, const AttnShape& s, float* scratch) {
+  if (s.window > 0)
+    return s.softcap > 0 ? lanes_forward_as<true, true>(a, s, scratch) : lanes_forward_as<true, false>(a, s, scratch);
+  return s.softcap > 0 ? lanes_forward_as<false, true>(a, s, scratch) : lanes_forward_as<false, false>(a, s, scratch);
+}
+
+template <bool kWindow, bool kCap>
+void lanes_backward_as(const BackwardArgs& a, const AttnShape& s, float* scratch) {
   using namespace lanes;
   const int64_t Tq = s.Tq, Tk = s.Tk;
   // lanes_scratch(Tk, true) floats (cpu_kernels.h):
@@ -227,10 +259,12 @@ void lanes_backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
   for (int64_t j = 0; j < Tk; ++j) rotate(a.k + j * a.k_st, Kr + j * L, j, s);
   std::fill(dK, dK + 2 * Tk * L, 0.0f);  // dK and dV
   const vL lane = iota();
+  const float cap = s.softcap, inv_cap = kCap ? 1.0f / s.softcap : 0.0f;
   for (int64_t r = 0; r < s.group; ++r)
     for (int64_t q0 = 0; q0 < Tq; q0 += L) {
-      const int64_t nq = std::min(L, Tq - q0), nk = s.visible(q0 + nq - 1);
+      const int64_t nq = std::min(L, Tq - q0), nk = s.visible(q0 + nq - 1), j0 = kWindow ? s.first_visible(q0) : 0;
       const vL pos = lane + static_cast<float>(s.q_start + q0);
+      const vL lo = pos + static_cast<float>(1 - s.window);
       const float* dout = a.dout + r * a.o_sh + q0 * a.o_st;
       float lf[L] = {}, df[L] = {}, livef[L] = {};  // live: 1 in the block's queries, 0 in the padding lanes
       for (int64_t l = 0; l < nq; ++l) {
@@ -239,28 +273,38 @@ void lanes_backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
         livef[l] = 1.0f;
       }
       const vL lse = ld(lf), delta = ld(df), live = ld(livef);
-      // P = exp(scale·q·k − lse), 0 past each query's position and in the padding lanes;
-      // dS = P·(dO·v − δ)·scale
+      // P = exp(scale·q·k − lse), 0 where unseen and in the padding lanes; dS = P·(dO·v − δ)·scale
+      // (with a cap: P = exp(c·t − lse), t = tanh(scale·q·k / c), and dS gets the factor 1 − t²)
       load_block(a.q + r * a.q_sh + q0 * a.q_st, a.q_st, nq, s.q_start + q0, s, true, qrows, cols);
       load_block(dout, a.o_st, nq, 0, s, false, orows, buf);
-      over_keys(nk, [&](int64_t j, auto KK) {
+      over_keys(j0, nk, [&](int64_t j, auto KK) {
         constexpr int K = decltype(KK)::value;
         vL sc[K], dp[K];
         dots2<K>(Kr, L, a.v, a.v_st, j, cols, buf, sc, dp);
         for (int k = 0; k < K; ++k) {
-          const vL p = if_le(static_cast<float>(j + k), pos, lexp(sc[k] * s.scale - lse) * live, vL{});
-          st(Pt + (j + k) * L, p);
-          st(dSt + (j + k) * L, p * (dp[k] - delta) * s.scale);
+          const float jf = static_cast<float>(j + k);
+          if constexpr (kCap) {
+            const vL t = ltanh(sc[k] * s.scale * inv_cap);
+            vL p = lexp(t * cap - lse) * live;
+            p = kWindow ? if_in(jf, lo, pos, p, vL{}) : if_le(jf, pos, p, vL{});
+            st(Pt + (j + k) * L, p);
+            st(dSt + (j + k) * L, p * (dp[k] - delta) * s.scale * (1.0f - t * t));
+          } else {
+            vL p = lexp(sc[k] * s.scale - lse) * live;
+            p = kWindow ? if_in(jf, lo, pos, p, vL{}) : if_le(jf, pos, p, vL{});
+            st(Pt + (j + k) * L, p);
+            st(dSt + (j + k) * L, p * (dp[k] - delta) * s.scale);
+          }
         }
       });
       // dQ = dS·K, row by row, rotated back
       float* dq = a.dq + r * a.dq_sh + q0 * a.dq_st;
-      mix_rows(Kr, L, dSt, nk, nq, [&](int64_t l, vL g) {
+      mix_rows(Kr, L, dSt, j0, nk, nq, [&](int64_t l, vL g) {
         st(cols + l * L, g);
         unrotate(cols + l * L, dq + l * a.dq_st, s.q_start + q0 + l, s);
       });
       // dK[j] += Σ_l dS[l][j]·q[l], dV[j] += Σ_l P[l][j]·dO[l], l over the block's 16 queries in order
-      over_keys(nk, [&](int64_t j, auto KK) {
+      over_keys(j0, nk, [&](int64_t j, auto KK) {
         constexpr int K = decltype(KK)::value;
         vL dk[K], dv[K];
         dots2<K>(dSt, L, Pt, L, j, qrows, orows, dk, dv);
@@ -274,6 +318,12 @@ void lanes_backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
     unrotate(dK + j * L, a.dk + j * a.dk_st, j, s);
     copy_row(a.dv + j * a.dv_st, dV + j * L, L);
   }
+}
+
+void lanes_backward(const BackwardArgs& a, const AttnShape& s, float* scratch) {
+  if (s.window > 0)
+    return s.softcap > 0 ? lanes_backward_as<true, true>(a, s, scratch) : lanes_backward_as<true, false>(a, s, scratch);
+  return s.softcap > 0 ? lanes_backward_as<false, true>(a, s, scratch) : lanes_backward_as<false, false>(a, s, scratch);
 }
 
 }  // namespace

@@ -6,8 +6,11 @@
 // One call handles one sequence b and one KV head g with its `group` query heads (GQA: H/Hk).
 // Rows are strided: query row i of group head r is q + r*q_sh + i*q_st, key row j is
 // k + j*k_st, value row j is v + j*v_st; the D numbers of a row are contiguous. Queries sit at
-// positions [q_start, q_start + Tq), keys at [0, Tk); query i sees keys j <= q_start + i.
+// positions [q_start, q_start + Tq), keys at [0, Tk); query i sees keys j <= q_start + i, and
+// with a sliding window w > 0 only those with j > q_start + i − w (model.sliding_window).
 // RoPE (optional): cos/sin tables (positions × D/2) rotate queries and keys inside the kernel.
+// Soft-cap (optional, model.attn_softcap c > 0): the scaled scores s become c·tanh(s/c) before
+// the softmax (Gemma 2), and the backward multiplies their gradient by 1 − tanh²(s/c).
 #pragma once
 #include <cstdint>
 
@@ -19,10 +22,16 @@ struct AttnShape {
   const float* cos = nullptr;  // (positions, D/2) or null: no rotation
   const float* sin = nullptr;
   bool interleaved = false;  // RoPE pair layout: (2i, 2i+1) instead of (i, i + D/2)
+  int64_t window = 0;        // > 0: keys (p − window, p] only for the query at p
+  float softcap = 0;         // > 0: scores c·tanh(s/c)
 
   int64_t tq_pad() const { return (Tq + 3) / 4 * 4; }
   int64_t tk_pad() const { return (Tk + 7) / 8 * 8; }
+  // Query i sees the keys [first_visible(i), visible(i)).
   int64_t visible(int64_t i) const { return q_start + i + 1 < Tk ? q_start + i + 1 : Tk; }
+  int64_t first_visible(int64_t i) const {
+    return window > 0 && q_start + i + 1 > window ? q_start + i + 1 - window : 0;
+  }
 };
 
 // Floats of scratch one forward / backward call needs, at an address align_scratch gives: 64

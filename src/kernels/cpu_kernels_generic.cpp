@@ -24,7 +24,7 @@ int64_t forward_scratch(const AttnShape& s) {
 
 int64_t backward_scratch(const AttnShape& s) {
   const int64_t tq = s.tq_pad(), tk = s.tk_pad(), D = s.D;
-  const int64_t rows = 5 * tk * D + 3 * tq * D + 2 * tq * tk + tq;
+  const int64_t rows = 5 * tk * D + 3 * tq * D + (s.softcap > 0 ? 3 : 2) * tq * tk + tq;  // the cap's derivative
   return D == 16 ? std::max(rows, lanes_scratch(s.Tk, true)) : rows;
 }
 

@@ -36,13 +36,25 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return sum;
 }
 
-// One query row's probabilities over its n visible keys and their log-sum-exp.
-std::vector<double> softmax(const std::vector<double>& qr, const std::vector<std::vector<double>>& kr, int64_t n,
-                            double scale, double& lse) {
-  std::vector<double> p(n);
+// A scaled score u as the softmax sees it: c·tanh(u/c) with a soft-cap c > 0, else u; and its
+// derivative in u (1 − tanh²(u/c), or 1).
+double capped(double u, const AttnShape& s) { return s.softcap > 0 ? s.softcap * std::tanh(u / s.softcap) : u; }
+double capped_grad(double u, const AttnShape& s) {
+  if (s.softcap <= 0) return 1.0;
+  const double t = std::tanh(u / s.softcap);
+  return 1.0 - t * t;
+}
+
+// Query row i's probabilities over the keys [0, n) (zero before first_visible(i)), their
+// log-sum-exp, and each key's scaled score before the cap in u.
+std::vector<double> softmax(const std::vector<double>& qr, const std::vector<std::vector<double>>& kr, int64_t i,
+                            const AttnShape& s, double& lse, std::vector<double>& u) {
+  const int64_t lo = s.first_visible(i), n = s.visible(i);
+  std::vector<double> p(n, 0.0);
+  u.assign(n, 0.0);
   double m = -INFINITY, sum = 0;
-  for (int64_t j = 0; j < n; ++j) m = std::max(m, p[j] = scale * dot(qr, kr[j]));
-  for (int64_t j = 0; j < n; ++j) sum += p[j] = std::exp(p[j] - m);
+  for (int64_t j = lo; j < n; ++j) m = std::max(m, p[j] = capped(u[j] = s.scale * dot(qr, kr[j]), s));
+  for (int64_t j = lo; j < n; ++j) sum += p[j] = std::exp(p[j] - m);
   for (auto& x : p) x /= sum;
   lse = m + std::log(sum);
   return p;
@@ -60,7 +72,8 @@ void attend(const ForwardArgs& a, const AttnShape& s, const std::vector<std::vec
             int64_t i) {
   const int64_t D = s.D, n = s.visible(i);
   double lse = 0;
-  const auto p = softmax(rope(a.q + r * a.q_sh + i * a.q_st, s.q_start + i, s, 1.0), kr, n, s.scale, lse);
+  std::vector<double> u;
+  const auto p = softmax(rope(a.q + r * a.q_sh + i * a.q_st, s.q_start + i, s, 1.0), kr, i, s, lse, u);
   float* o = a.o + r * a.o_sh + i * a.o_st;
   for (int64_t d = 0; d < D; ++d) {
     double sum = 0;
@@ -191,7 +204,8 @@ void backward(const BackwardArgs& a, const AttnShape& s, float*) {
       const int64_t n = s.visible(i), pos = s.q_start + i;
       const auto qr = rope(a.q + r * a.q_sh + i * a.q_st, pos, s, 1.0);
       double lse = 0;
-      const auto p = softmax(qr, kr, n, s.scale, lse);
+      std::vector<double> u;
+      const auto p = softmax(qr, kr, i, s, lse, u);
       const float* dout = a.dout + r * a.o_sh + i * a.o_st;
       std::vector<double> dpv(n), dqr(D);
       double row = 0;  // Σ_j p_j·dP_j = dO·O
@@ -202,7 +216,7 @@ void backward(const BackwardArgs& a, const AttnShape& s, float*) {
         row += p[j] * dp;
       }
       for (int64_t j = 0; j < n; ++j) {
-        const double ds = p[j] * (dpv[j] - row) * s.scale;
+        const double ds = p[j] * (dpv[j] - row) * capped_grad(u[j], s) * s.scale;
         for (int64_t d = 0; d < D; ++d) {
           dqr[d] += ds * kr[j][d];
           dkr[j][d] += ds * qr[d];

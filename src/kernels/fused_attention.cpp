@@ -69,13 +69,15 @@ void run_forward(const torch::Tensor& q4, const torch::Tensor& k4, const torch::
 }
 
 kernels::AttnShape make_shape(int64_t Tq, int64_t Tk, int64_t D, int64_t q_start, double scale,
-                              const torch::Tensor& cos, const torch::Tensor& sin, bool interleaved) {
+                              const torch::Tensor& cos, const torch::Tensor& sin, bool interleaved, const AttnLimits& limits) {
   kernels::AttnShape s;
   s.Tq = Tq;
   s.Tk = Tk;
   s.D = D;
   s.q_start = q_start;
   s.scale = static_cast<float>(scale);
+  s.window = limits.window;
+  s.softcap = static_cast<float>(limits.softcap);
   if (cos.defined() && cos.numel() > 0) {
     s.cos = cos.data_ptr<float>();
     s.sin = sin.data_ptr<float>();
@@ -175,7 +177,7 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv_in, int64_t H,
                                int64_t Hk, double scale, const torch::Tensor& cos_in, const torch::Tensor& sin_in,
-                               bool interleaved, const std::vector<int64_t>& lengths) {
+                               bool interleaved, const std::vector<int64_t>& lengths, int64_t window, double softcap) {
     op_timer::Scope timed(op_timer::Kind::Attention);
     auto qkv = qkv_in.contiguous();
     auto cos = cos_in.contiguous(), sin = sin_in.contiguous();  // (T, D/2), or empty: no RoPE
@@ -183,8 +185,12 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
     const Segments seg = make_segments(B, T, lengths);
     auto o = torch::empty({B, T, H, D}, qkv.options());
     auto lse = torch::empty({B * T * H}, qkv.options());
-    run_forward_segments(qkv, H, Hk, seg, o, lse.data_ptr<float>(), make_shape(T, T, D, 0, scale, cos, sin, interleaved));
+    const AttnLimits limits{window, softcap};
+    run_forward_segments(qkv, H, Hk, seg, o, lse.data_ptr<float>(),
+                         make_shape(T, T, D, 0, scale, cos, sin, interleaved, limits));
     ctx->save_for_backward({qkv, o, lse, cos, sin});
+    ctx->saved_data["window"] = window;
+    ctx->saved_data["softcap"] = softcap;
     ctx->saved_data["H"] = H;
     ctx->saved_data["Hk"] = Hk;
     ctx->saved_data["scale"] = scale;
@@ -202,7 +208,8 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
     const int64_t B = qkv.size(0), T = qkv.size(1), D = qkv.size(3);
     const Segments seg = make_segments(B, T, ctx->saved_data["lengths"].toIntVector());
     auto shape = make_shape(T, T, D, 0, ctx->saved_data["scale"].toDouble(), cos, sin,
-                            ctx->saved_data["interleaved"].toBool());
+                            ctx->saved_data["interleaved"].toBool(),
+                            {ctx->saved_data["window"].toInt(), ctx->saved_data["softcap"].toDouble()});
     auto dout = grads[0].contiguous();
     auto dqkv = torch::empty_like(qkv);
     const float *q = qkv.data_ptr<float>(), *op = o.data_ptr<float>(), *dop = dout.data_ptr<float>(),
@@ -223,7 +230,7 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
                             kernel(a, s, scratch);
                           });
     return {dqkv,           torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
-            torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -245,8 +252,10 @@ bool fused_attention_enabled() {
 
 torch::Tensor fused_causal_attention(const torch::Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, double scale,
                                      const torch::Tensor& cos, const torch::Tensor& sin, bool interleaved,
-                                     const std::vector<int64_t>& lengths) {
+                                     const std::vector<int64_t>& lengths, const AttnLimits& limits) {
   const int64_t B = qkv.size(0), T = qkv.size(1);
+  if (limits.window < 0 || limits.softcap < 0)
+    throw std::logic_error("fused_causal_attention: a negative window or soft-cap");
   if (!lengths.empty()) {
     int64_t n = 0;
     for (int64_t len : lengths) {
@@ -270,21 +279,22 @@ torch::Tensor fused_causal_attention(const torch::Tensor& qkv, int64_t n_heads, 
     const int64_t D = x.size(3);
     auto o = torch::empty({B, T, n_heads, D}, x.options());
     run_forward_segments(x, n_heads, n_kv_heads, make_segments(B, T, lengths), o, nullptr,
-                         make_shape(T, T, D, 0, scale, c, s, interleaved));
+                         make_shape(T, T, D, 0, scale, c, s, interleaved, limits));
     return o;
   }
   if (!c.defined()) c = s = torch::empty({0}, qkv.options());  // autograd inputs must be defined
-  return FusedAttentionFn::apply(qkv, n_heads, n_kv_heads, scale, c, s, interleaved, lengths);
+  return FusedAttentionFn::apply(qkv, n_heads, n_kv_heads, scale, c, s, interleaved, lengths, limits.window,
+                                 limits.softcap);
 }
 
 torch::Tensor fused_attention_inference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                        double scale, int64_t q_start) {
+                                        double scale, int64_t q_start, const AttnLimits& limits) {
   auto q4 = q.stride(3) == 1 ? q.transpose(1, 2) : q.contiguous().transpose(1, 2);  // (B, Tq, H, D)
   auto k4 = k.stride(3) == 1 ? k.transpose(1, 2) : k.contiguous().transpose(1, 2);  // (B, Tk, Hk, D)
   auto v4 = v.stride(3) == 1 ? v.transpose(1, 2) : v.contiguous().transpose(1, 2);
   const int64_t B = q4.size(0), Tq = q4.size(1), H = q4.size(2), D = q4.size(3);
   auto o = torch::empty({B, Tq, H, D}, q.options());
-  run_forward(q4, k4, v4, o, make_shape(Tq, k4.size(1), D, q_start, scale, {}, {}, false));
+  run_forward(q4, k4, v4, o, make_shape(Tq, k4.size(1), D, q_start, scale, {}, {}, false, limits));
   return o;
 }
 

@@ -60,6 +60,23 @@ static inline __attribute__((always_inline)) v8f hi8(v16f x) {
 }
 #endif
 
+// tanh (Cephes tanhf, ~2 ulp): an odd polynomial below |x| = 0.625, 1 − 2/(e^{2|x|} + 1) with the
+// sign from there on (vexp's clamp gives ±1 for |x| > 44). V is v8f or (AVX-512) v16f.
+template <class V>
+static inline __attribute__((always_inline)) V vtanh(V x) {
+  const V zero = {};
+  const V a = x < zero ? -x : x, x2 = x * x;
+  V p = zero - 5.70498872745e-3f;
+  p = p * x2 + 2.06390887954e-2f;
+  p = p * x2 - 5.37397155531e-2f;
+  p = p * x2 + 1.33314422036e-1f;
+  p = p * x2 - 3.33332819422e-1f;
+  p = p * x2 * x + x;
+  V t = 1.0f - 2.0f / (vexp(a + a) + 1.0f);
+  t = x < zero ? -t : t;
+  return a < zero + 0.625f ? p : t;
+}
+
 // Loads and stores of 16 (AVX-512), 8 and 1 lanes, for loops written once over the lane count;
 // iota() is (0, 1, ..., lanes − 1).
 #if defined(__AVX512F__)

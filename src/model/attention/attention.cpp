@@ -51,4 +51,9 @@ torch::Tensor append_to_cache(std::vector<torch::Tensor>* cache, size_t slot, co
   return stored;
 }
 
+void trim_cache(std::vector<torch::Tensor>* cache, int64_t keep, int64_t dim) {
+  for (auto& t : *cache)
+    if (t.defined() && t.size(dim) > keep) t = t.narrow(dim, t.size(dim) - keep, keep);
+}
+
 }  // namespace lmx

@@ -150,7 +150,7 @@ bool MultiHeadAttentionImpl::rotate_only() const {
 }
 
 bool MultiHeadAttentionImpl::takes_packed(const torch::Tensor& x) const {
-  return window_ == 0 && softcap_ == 0 && rotate_only() && fused_attention_supported(x, head_dim_);
+  return rotate_only() && fused_attention_supported(x, head_dim_);
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward_packed(const torch::Tensor& x, const std::vector<int64_t>& lengths) {
@@ -160,7 +160,7 @@ torch::Tensor MultiHeadAttentionImpl::forward_packed(const torch::Tensor& x, con
   Rotary* rope = position_->rotary();
   if (rope) std::tie(cos, sin) = rope->tables(*std::max_element(lengths.begin(), lengths.end()), x.device());
   auto y = fused_causal_attention(qkv(x), H, n_kv_heads_, 1.0 / std::sqrt(static_cast<double>(D)), cos, sin,
-                                  rope && rope->interleaved(), lengths);  // (1, N, H, D)
+                                  rope && rope->interleaved(), lengths, {window_, softcap_});  // (1, N, H, D)
   return linear_2d(y.view({1, N, H * D}), o_proj);
 }
 
@@ -176,7 +176,8 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
       torch::Tensor cos, sin;
       if (rope) std::tie(cos, sin) = rope->tables(start + T, x.device());
       if (start > 0) cos = cos.defined() ? cos.slice(0, start) : cos, sin = sin.defined() ? sin.slice(0, start) : sin;
-      auto y = fused_causal_attention(qkv, H, Hk, scale, cos, sin, rope && rope->interleaved());  // (B, T, H, D)
+      auto y = fused_causal_attention(qkv, H, Hk, scale, cos, sin, rope && rope->interleaved(), {},
+                                      {window_, softcap_});  // (B, T, H, D)
       return linear_2d(y.view({B, T, H * D}), o_proj);
     }
     if (!torch::GradMode::is_enabled()) {
@@ -184,7 +185,9 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
       auto k = position_->rotate(qkv.narrow(2, H, Hk).transpose(1, 2), start);  // (B, Hk, T, D)
       k = append_to_cache(cache, 0, k, /*dim=*/2);                               // (B, Hk, Tk, D)
       auto v = append_to_cache(cache, 1, qkv.narrow(2, H + Hk, Hk).transpose(1, 2), /*dim=*/2);
-      auto y = fused_attention_inference(q, k, v, scale, start);  // (B, T, H, D)
+      // The queries' start among the cached keys (below start where a window trimmed them)
+      auto y = fused_attention_inference(q, k, v, scale, k.size(2) - T, {window_, softcap_});  // (B, T, H, D)
+      if (window_ > 0) trim_cache(cache, window_ - 1, /*dim=*/2);
       return linear_2d(y.view({B, T, H * D}), o_proj);
     }
   }
@@ -198,13 +201,14 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
     k = append_to_cache(cache, 0, k, /*dim=*/2);  // (B, Hk, Tk, D)
     v = append_to_cache(cache, 1, v, /*dim=*/2);
   }
-  const int64_t Tk = k.size(2);
+  const int64_t Tk = k.size(2), q_rel = Tk - T;  // q_rel: the queries' start among the keys (start untrimmed)
+  if (cache && window_ > 0) trim_cache(cache, window_ - 1, /*dim=*/2);
   if (Hk != H) {  // query head h reads KV head h / (H / Hk)
     k = k.repeat_interleave(H / Hk, /*dim=*/1);  // (B, H, Tk, D)
     v = v.repeat_interleave(H / Hk, /*dim=*/1);
   }
-  auto bias = position_->score_bias(start, T, Tk, x.device());  // (H, T, Tk) or undefined
-  auto y = causal_attention(q, k, v, bias, scale, start, window_, softcap_);  // (B, H, T, D)
+  auto bias = position_->score_bias(q_rel, T, Tk, x.device());  // (H, T, Tk) or undefined: relative distances
+  auto y = causal_attention(q, k, v, bias, scale, q_rel, window_, softcap_);  // (B, H, T, D)
   return linear_2d(y.transpose(1, 2).reshape({B, T, H * D}), o_proj);       // (B, T, C)
 }
 
