@@ -63,9 +63,20 @@ struct LayerW {
   std::optional<NormW> qn, kn;  // QK-norm (model.qk_norm), or none
   torch::Tensor wqkv, bqkv, wo, bo;  // q|k|v stacked ((H + 2Hk)·D, C), o (C, H·D)
   bool rope = false;
-  // The cache: keys after RoPE transposed, (Hk, D, kt_ld) with kt_ld = ceil8(max_len) (the
-  // decode kernel reads them so, and a token writes one column); values (Hk, max_len, D).
+  // The cache: keys after RoPE transposed, (Hk, D, kt_ld) (the decode kernel reads them so, and
+  // a token writes one column); values (Hk, rows, D). A column (row) per position, kt_ld =
+  // ceil8(max_len); or, for a sliding window W shorter than the context, a ring of W slots kept
+  // twice (position p in slots p mod W and p mod W + W, kt_ld = 2W + 8), so that the window's
+  // keys are always W consecutive columns in position order: the module path's layout (its
+  // cache keeps the last W − 1 keys), and so its bits.
   torch::Tensor kt, v;
+  int64_t kt_ld = 0, rows = 0;
+  int64_t window = 0, ring = 0;  // model.sliding_window where this layer has one; ring: W or 0
+  float softcap = 0;             // model.attn_softcap
+  // The slots position p is written to (the second -1 without a ring).
+  std::pair<int64_t, int64_t> slots(int64_t p) const {
+    return ring ? std::pair{p % ring, p % ring + ring} : std::pair{p, int64_t{-1}};
+  }
   bool gated = false;
   kernels::ActOp act;
   torch::Tensor w1, b1, w2, b2;  // gate|up stacked (2F, C) or up (F, C); down (C, F)
@@ -97,7 +108,7 @@ void linear(const float* x, const torch::Tensor& w, const torch::Tensor& b, floa
 struct Decoder::Impl {
   ModernLM model{nullptr};
   int64_t C, H, Hk, D, V, T;  // T: max_len
-  int64_t kt_ld;              // ceil8(T): the transposed keys' row length
+  int64_t kt_ld;              // the layers' longest transposed-key row (the kernel's scratch)
   bool pre_norm;
   float embed_scale;  // 0: none
   bool softcap = false;  // model.logit_softcap > 0: the module's soft_cap on the logits
@@ -135,10 +146,6 @@ std::string Decoder::unsupported(const ModernLM& model) {
     const auto block = model->block(i);
     const auto* mha = dynamic_cast<const MultiHeadAttentionImpl*>(block->self_attn.get());
     if (!mha) return fmt::format("layer {}'s attention is '{}'; the engine runs MHA, GQA and MQA", i, cfg.attention);
-    if (mha->softcap() > 0)
-      return fmt::format("layer {} soft-caps its attention scores: the engine's decode kernel has no cap", i);
-    if (mha->window() > 0)
-      return fmt::format("layer {} attends in a sliding window of {}: the engine's cache has no window", i, mha->window());
     if (!mha->takes_packed(w) || !known_position(mha->position().get()))
       return fmt::format("layer {}'s attention has no fused kernel here (position '{}', head dim {})", i, cfg.position,
                          cfg.dim_head());
@@ -159,7 +166,7 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
   m.model = model;
   const auto& cfg = model->config();
   m.C = cfg.d_model, m.H = cfg.n_heads, m.Hk = cfg.kv_heads(), m.D = cfg.dim_head(), m.T = max_len;
-  m.kt_ld = (max_len + 7) / 8 * 8;
+  m.kt_ld = 0;
   m.embed = own(model->token_embeddings());
   m.V = m.embed.size(0);
   m.head_w = own(model->head_weight());
@@ -189,8 +196,13 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
     L.wo = own(attn.o_proj->weight);
     if (attn.o_proj->bias.defined()) L.bo = own(attn.o_proj->bias);
     L.rope = m.cos.defined();
-    L.kt = torch::zeros({m.Hk, m.D, m.kt_ld}, cache_opts);
-    L.v = torch::zeros({m.Hk, max_len, m.D}, cache_opts);
+    L.window = attn.window(), L.softcap = static_cast<float>(attn.softcap());
+    L.ring = L.window > 0 && L.window < max_len ? L.window : 0;
+    L.kt_ld = L.ring ? 2 * L.ring + 8 : (max_len + 7) / 8 * 8;
+    L.rows = L.ring ? 2 * L.ring : max_len;
+    m.kt_ld = std::max(m.kt_ld, L.kt_ld);
+    L.kt = torch::zeros({m.Hk, m.D, L.kt_ld}, cache_opts);
+    L.v = torch::zeros({m.Hk, L.rows, m.D}, cache_opts);
     const Ffn::Fused f = *block->mlp->fused();
     L.gated = f.gate.defined(), L.act = f.act;
     L.w1 = own(L.gated ? torch::cat({f.gate, f.up}, 0) : f.up), L.w2 = own(f.down);  // gate|up stacked
@@ -226,11 +238,21 @@ const float* Decoder::prefill(const std::vector<int64_t>& tokens) {
   torch::NoGradGuard no_grad;
   KVCache cache;
   auto logits = m.model->forward(torch::tensor(tokens, torch::kInt64).unsqueeze(0), &cache);  // (1, n, V)
-  for (size_t i = 0; i < m.layers.size(); ++i) {  // [k, v] (1, Hk, n, D) each
+  for (size_t i = 0; i < m.layers.size(); ++i) {  // [k, v] (1, Hk, c, D) each: positions [n − c, n)
     auto& L = m.layers[i];
+    const auto k = cache.layers[i].at(0).squeeze(0), v = cache.layers[i].at(1).squeeze(0);
+    const int64_t c = k.size(1), first = n - c;  // c < n where a window trimmed the module's cache
     L.kt.zero_();  // columns past n as a fresh cache's, after an earlier sequence
-    L.kt.narrow(2, 0, n).copy_(cache.layers[i].at(0).squeeze(0).transpose(1, 2));
-    m.layers[i].v.narrow(1, 0, n).copy_(cache.layers[i].at(1).squeeze(0));
+    if (!L.ring) {
+      L.kt.narrow(2, first, c).copy_(k.transpose(1, 2));
+      L.v.narrow(1, first, c).copy_(v);
+      continue;
+    }
+    for (int64_t t = 0; t < c; ++t)
+      for (int64_t slot : {L.slots(first + t).first, L.slots(first + t).second}) {
+        L.kt.select(2, slot).copy_(k.select(1, t));
+        L.v.select(1, slot).copy_(v.select(1, t));
+      }
   }
   m.length = n;
   auto last = logits.select(1, n - 1).squeeze(0).contiguous();
@@ -287,20 +309,29 @@ void Decoder::Impl::attention(LayerW& L, const float* in, int64_t pos, float* ou
   float* kt = ptr(L.kt);
   float* vc = ptr(L.v);
   float* key = krot.data();
+  const int64_t ld = L.kt_ld;
+  const auto [slot, mirror] = L.slots(pos);
   for (int64_t g = 0; g < Hk; ++g) {
     const float* kh = qk + (H + g) * D;
     if (L.rope) rotate(kh, pos, key), kh = key;
-    for (int64_t d = 0; d < D; ++d) kt[(g * D + d) * kt_ld + pos] = kh[d];
-    std::memcpy(vc + (g * T + pos) * D, qk + (H + Hk + g) * D, D * sizeof(float));
+    for (int64_t at : {slot, mirror}) {
+      if (at < 0) continue;
+      for (int64_t d = 0; d < D; ++d) kt[(g * D + d) * ld + at] = kh[d];
+      std::memcpy(vc + (g * L.rows + at) * D, qk + (H + Hk + g) * D, D * sizeof(float));
+    }
   }
   const float* qr = qk;
   if (L.rope) {
     for (int64_t h = 0; h < H; ++h) rotate(qk + h * D, pos, q.data() + h * D);
     qr = q.data();
   }
+  // The keys this token sees: [0, pos], or with a ring its last W from column first on
+  const int64_t seen = L.ring ? std::min(pos + 1, L.ring) : pos + 1;
+  const int64_t first = L.ring ? (pos + 1 - seen) % L.ring : 0;
   kernels::AttnShape shape;
-  shape.Tq = 1, shape.Tk = pos + 1, shape.D = D, shape.q_start = pos, shape.group = H / Hk;
+  shape.Tq = 1, shape.Tk = seen, shape.D = D, shape.q_start = seen - 1, shape.group = H / Hk;
   shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  shape.window = L.ring ? 0 : L.window, shape.softcap = L.softcap;
   const auto kernel = kernels::decode_kernel();
   // One KV head after another on this thread: a head's share of one token is a few
   // microseconds, about what starting a parallel region costs.
@@ -308,9 +339,9 @@ void Decoder::Impl::attention(LayerW& L, const float* in, int64_t pos, float* ou
     const int64_t h0 = g * shape.group;
     kernels::ForwardArgs args{};
     args.q = qr + h0 * D, args.q_st = H * D, args.q_sh = D;
-    args.v = vc + g * T * D, args.v_st = D;
+    args.v = vc + (g * L.rows + first) * D, args.v_st = D;
     args.o = o.data() + h0 * D, args.o_st = H * D, args.o_sh = D;
-    kernel(args, kt + g * D * kt_ld, kt_ld, shape, kernels::align_scratch(scratch[g].data()));
+    kernel(args, kt + g * D * ld + first, ld, shape, kernels::align_scratch(scratch[g].data()));
   }
   linear(o.data(), L.wo, L.bo, out);
 }
