@@ -267,13 +267,15 @@ TEST_CASE("kernel reference: every variant's cross-entropy, ignored rows include
       const auto logits = normal_floats(rows * V, 19, 4.0f);
       std::vector<int64_t> targets{0, V - 1, ignore, V / 2, 3 % V, ignore};
       auto run = [&](const Variant& var) {
-        std::vector<float> losses(rows, -1.0f), d(rows * V, -1.0f);
-        CrossEntropyArgs p{logits.data(), targets.data(), V, ignore, 1.0f / 4, losses.data(), d.data()};
+        std::vector<float> losses(rows, -1.0f), d(rows * V, -1.0f), lse(rows, -1.0f);
+        CrossEntropyArgs p{logits.data(), targets.data(), V, ignore, 1.0f / 4, losses.data(), d.data(), lse.data()};
         var.cross_entropy(p, 0, rows);
         losses.insert(losses.end(), d.begin(), d.end());
-        return losses;
+        return std::pair{losses, lse};  // lse: the z-loss's log-sum-exp, on its own scale
       };
-      CHECK(scaled_error(run(v), run(kReference)) <= 2e-5);
+      const auto got = run(v), ref = run(kReference);
+      CHECK(scaled_error(got.first, ref.first) <= 2e-5);
+      CHECK(scaled_error(got.second, ref.second) <= 2e-5);
     }
 }
 

@@ -142,3 +142,33 @@ TEST_CASE("z-loss: the mean (or sum) over counted targets of logsumexp², and it
       }
   }
 }
+
+TEST_CASE("lm_cross_entropy_z: the fused kernel's cross-entropy and z term, and the gradient of any mix of them, "
+          "are LibTorch's", "[model][loss][fused]") {
+  torch::manual_seed(5);
+  const int64_t N = 7, V = 37;
+  const auto logits0 = torch::randn({N, V}) * 3;
+  const auto targets = torch::tensor({1, -100, 4, 36, -100, 0, 20}, torch::kInt64);
+  // (a, b): the objective a·CE + b·z; (1, 0) and (0, 1) each output alone, (1, 1e-4) as train.z_loss.
+  for (auto [a, b] : {std::pair{1.0, 1e-4}, std::pair{0.7, 1.3}, std::pair{1.0, 0.0}, std::pair{0.0, 1.0}})
+    for (bool summed : {false, true}) {
+      INFO("a " << a << " b " << b << " sum " << summed);
+      auto run = [&](bool fused) {
+        FusedKernelsScope sw(fused);
+        auto logits = logits0.clone().requires_grad_();
+        auto [ce, z] = lm_cross_entropy_z(logits, targets, -100, summed);
+        torch::Tensor objective;
+        if (a != 0) objective = ce * a;
+        if (b != 0) objective = objective.defined() ? objective + z * b : z * b;
+        objective.backward();
+        return std::tuple{ce.item<double>(), z.item<double>(), logits.grad()};
+      };
+      const auto [ce_f, z_f, g_f] = run(true);
+      const auto [ce_p, z_p, g_p] = run(false);
+      CHECK(ce_f == Approx(ce_p).epsilon(1e-6));
+      CHECK(z_f == Approx(z_p).epsilon(1e-6));
+      CHECK(z_f == Approx(z_loss_term(logits0, targets, -100, summed).item<double>()).epsilon(1e-6));
+      CHECK(max_abs(g_f, g_p) <= 1e-6 * std::max(1.0, g_p.abs().max().item<double>()));
+      CHECK(g_p.abs().max().item<double>() > 1e-3);  // not a vacuous comparison
+    }
+}

@@ -134,13 +134,15 @@ struct NormKernels {
 const NormKernels& norm_kernels();
 
 // Cross-entropy over rows of V logits (loss_impl.h): losses[r] and dlogits (the
-// gradient of scale·Σ losses) for rows [begin, end); rows whose target is `ignore`: 0.
+// gradient of scale·Σ losses) for rows [begin, end); rows whose target is `ignore`: 0. lse (when
+// not null): each counted row's log-sum-exp (the z-loss's), 0 for ignored rows.
 struct CrossEntropyArgs {
   const float* logits;
   const int64_t* targets;
   int64_t V, ignore;
   float scale;
   float *losses, *dlogits;
+  float* lse = nullptr;
 };
 using CrossEntropyFn = void (*)(const CrossEntropyArgs&, int64_t begin, int64_t end);
 CrossEntropyFn cross_entropy_kernel();

@@ -283,12 +283,14 @@ void cross_entropy(const CrossEntropyArgs& p, int64_t begin, int64_t end) {
     if (t == p.ignore) {
       std::fill(d, d + V, 0.0f);
       p.losses[r] = 0;
+      if (p.lse) p.lse[r] = 0;
       continue;
     }
     double m = -INFINITY, sum = 0;
     for (int64_t j = 0; j < V; ++j) m = std::max<double>(m, x[j]);
     for (int64_t j = 0; j < V; ++j) sum += std::exp(x[j] - m);
     p.losses[r] = static_cast<float>(m + std::log(sum) - x[t]);
+    if (p.lse) p.lse[r] = static_cast<float>(m + std::log(sum));
     for (int64_t j = 0; j < V; ++j)
       d[j] = static_cast<float>(p.scale * (std::exp(x[j] - m) / sum - (j == t ? 1.0 : 0.0)));
   }

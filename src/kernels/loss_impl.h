@@ -20,6 +20,7 @@ void cross_entropy(const CrossEntropyArgs& p, int64_t begin, int64_t end) {
     if (t == p.ignore) {
       for (int64_t j = 0; j < V; ++j) d[j] = 0;
       p.losses[r] = 0;
+      if (p.lse) p.lse[r] = 0;
       continue;
     }
     const float m = row_max(x, V);
@@ -35,6 +36,7 @@ void cross_entropy(const CrossEntropyArgs& p, int64_t begin, int64_t end) {
     float sum = tail;
     for (int k = 0; k < 8; ++k) sum += sumv[k];
     p.losses[r] = m + std::log(sum) - x[t];
+    if (p.lse) p.lse[r] = m + std::log(sum);
     const float s = p.scale / sum;
     j = 0;
     for (; j + 8 <= V; j += 8) vstore(d + j, vload(d + j) * splat(s));

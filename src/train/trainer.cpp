@@ -229,10 +229,14 @@ PassesResult forward_backward(ModernLM& model, const std::vector<std::vector<Mic
       auto logits = m.lengths.empty() ? model->forward(m.inputs) : model->forward_packed(m.inputs, m.lengths);  // (B, T, V)
       const torch::Tensor aux = take_aux_loss();  // the MoE FFNs' load balancing, or undefined
       const auto flat = logits.reshape({-1, logits.size(-1)});
-      torch::Tensor loss = lm_cross_entropy(flat, m.targets.reshape(-1), data::kIgnore, summed);
       // What the backward takes: the loss, plus the z-loss term where train.z_loss asks for it.
-      torch::Tensor objective = z_loss > 0 ? loss + z_loss * z_loss_term(flat, m.targets.reshape(-1), data::kIgnore, summed)
-                                           : loss;
+      torch::Tensor loss, objective;
+      if (z_loss > 0) {
+        auto [ce, z] = lm_cross_entropy_z(flat, m.targets.reshape(-1), data::kIgnore, summed);
+        loss = ce, objective = ce + z_loss * z;
+      } else {
+        loss = objective = lm_cross_entropy(flat, m.targets.reshape(-1), data::kIgnore, summed);
+      }
       if (summed) {
         const double n = std::max<double>(1.0, static_cast<double>(tokens));
         loss = loss / n;
@@ -298,13 +302,6 @@ void allreduce_step(dist::Group& group, const torch::Tensor& loss, const std::ve
 }
 
 }  // namespace
-
-torch::Tensor z_loss_term(const torch::Tensor& logits, const torch::Tensor& targets, int64_t ignore, bool sum) {
-  const torch::Tensor z = torch::logsumexp(logits.to(torch::kFloat32), -1);
-  const torch::Tensor counted = targets != ignore;
-  const torch::Tensor total = torch::where(counted, z * z, torch::zeros_like(z)).sum();
-  return sum ? total : total / std::max<int64_t>(1, counted.sum().item<int64_t>());
-}
 
 StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std::vector<MicroBatch>& micro, double lr,
                       double grad_clip, Precision precision, int64_t global_tokens, int parts, double z_loss) {

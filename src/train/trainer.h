@@ -126,9 +126,6 @@ StepResult train_step(ModernLM& model, torch::optim::AdamW& optimizer, const std
                       double grad_clip, Precision precision = Precision::Fp32,
                       int64_t global_tokens = -1, int parts = 1, double z_loss = 0);
 
-// PaLM's z-loss term of (N, V) logits: the sum (or, !sum, the mean) over the targets that are
-// not `ignore` of logsumexp(row)², computed in float32.
-torch::Tensor z_loss_term(const torch::Tensor& logits, const torch::Tensor& targets, int64_t ignore, bool sum);
 
 // The parts a training step's batch is cut into (train.step_parts) on the CPU; 1 elsewhere.
 // Each part runs its forward and backward on its own and the parts' gradients are summed in part
