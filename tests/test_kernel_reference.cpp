@@ -194,6 +194,7 @@ TEST_CASE("kernel reference: every variant's FFN activations, plain and gated, w
           "[model][ffn][fused][reference]") {
   std::vector<ActOp> ops;  // every FFN row's φ (β 1.7: swish's; the others ignore it)
   for (const auto& a : registry::activations()) ops.push_back({a.act.kind, 1.7f, a.act.custom});
+  ops.push_back({ActKind::SoftCap, 2.5f, nullptr});  // the logits' soft-cap (c = 2.5 bends x ~ N(0, 9))
   const int64_t rows = 3, F = 37, n = rows * F;  // 37: a tail past every vector width
   const auto x = normal_floats(n, 8, 3.0f), gu = normal_floats(rows * 2 * F, 9, 3.0f), dy = normal_floats(n, 10);
   for (const auto& v : variants_on_this_cpu())

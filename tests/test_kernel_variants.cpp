@@ -131,8 +131,10 @@ TEST_CASE("kernel variants: AVX-512 FFN activations, norms and cross-entropy giv
     WARN("this CPU has no AVX-512 (F, VL, BW, DQ): the AVX-512 variant is not run here");
     return;
   }
-  for (const auto& [name, act] : registry::activations()) {  // every FFN row's φ
-    const ActOp op{act.kind, 1.7f, act.custom};  // β: swish's (the others ignore it)
+  auto acts = registry::activations();  // every FFN row's φ, and the logits' soft-cap (c = 2.5)
+  acts.push_back({"softcap", ActOp{ActKind::SoftCap, 2.5f, nullptr}});
+  for (const auto& [name, act] : acts) {
+    const ActOp op{act.kind, act.kind == ActKind::SoftCap ? act.beta : 1.7f, act.custom};  // β: swish's
     for (const int64_t F : {8, 171, 256, 3}) {
       INFO("activation " << name << " F " << F);
       const int64_t rows = 9;

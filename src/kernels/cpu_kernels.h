@@ -89,7 +89,9 @@ using BackwardFn = void (*)(const BackwardArgs&, const AttnShape&, float* scratc
 // Custom: an activation of a program's own (an FFN row added outside lmx's sources, model/
 // registry.h): φ(x) and φ'(x) as scalar functions of x and β, which the kernels apply a lane at
 // a time (slower than the built-ins' vector arithmetic; the same values on every variant).
-enum class ActKind : int32_t { Relu, Gelu, GeluTanh, Silu, Swish, Relu2, Custom };
+// SoftCap is not an FFN's: c·tanh(x/c) with c = beta, the output logits' model.logit_softcap
+// (model/lm.cpp), on the same element-wise kernels.
+enum class ActKind : int32_t { Relu, Gelu, GeluTanh, Silu, Swish, Relu2, Custom, SoftCap };
 struct CustomAct {
   float (*phi)(float x, float beta);
   float (*grad)(float x, float beta);  // φ'(x)

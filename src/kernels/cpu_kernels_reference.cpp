@@ -101,6 +101,7 @@ double act(const ActOp& op, double x) {
     case ActKind::Swish: return x * sigmoid(op.beta * x);
     case ActKind::Relu2: return x > 0 ? x * x : 0.0;
     case ActKind::Custom: return op.custom->phi(static_cast<float>(x), op.beta);  // its own scalar function
+    case ActKind::SoftCap: return op.beta * std::tanh(x / op.beta);
   }
   return NAN;
 }
@@ -119,6 +120,10 @@ double act_grad(const ActOp& op, double x) {
     }
     case ActKind::Relu2: return x > 0 ? 2.0 * x : 0.0;
     case ActKind::Custom: return op.custom->grad(static_cast<float>(x), op.beta);
+    case ActKind::SoftCap: {
+      const double t = std::tanh(x / op.beta);
+      return 1.0 - t * t;
+    }
   }
   return NAN;
 }

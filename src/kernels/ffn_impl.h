@@ -15,9 +15,8 @@ namespace lmx::kernels::LMX_KERNEL_NS {
 
 namespace {
 
-// The scalar tail's exp, so that one template below serves 16, 8 and 1 lanes. vexp_capped caps
-// x at 88.3 as the vector exp does (finite: e·σ below stays a number where σ underflows).
-static inline __attribute__((always_inline)) float vexp(float x) { return std::exp(x); }
+// vexp_capped caps x at 88.3 as the vector exp does (finite: e·σ below stays a number where σ
+// underflows); the scalar tail's plain exp is vec.h's vexp(float).
 static inline __attribute__((always_inline)) float vexp_capped(float x) { return std::exp(std::fmin(x, 88.3f)); }
 #if defined(__AVX512F__)
 static inline __attribute__((always_inline)) v16f vexp_capped(v16f x) { return vexp(x); }
@@ -293,6 +292,19 @@ struct CustomOp : NoKeep {
   }
 };
 
+// The soft-cap c·tanh(x/c) (β = c) of the output logits (model.logit_softcap), not an FFN's:
+// φ' = 1 − tanh²(x/c), the tanh computed again from x.
+struct SoftCapOp : NoKeep {
+  float c;
+  template <class V>
+  V phi(V x) const { return vtanh(x * (1.0f / c)) * c; }
+  template <class V>
+  V grad(V x, V dy) const {
+    const V t = vtanh(x * (1.0f / c));
+    return dy * (1.0f - t * t);
+  }
+};
+
 // Calls f with the op of act.kind.
 template <class F>
 static inline __attribute__((always_inline)) void with_op(const ActOp& act, F&& f) {
@@ -304,6 +316,7 @@ static inline __attribute__((always_inline)) void with_op(const ActOp& act, F&& 
     case ActKind::Swish: return f(SwishOp{{}, act.beta});
     case ActKind::Relu2: return f(Relu2Op{});
     case ActKind::Custom: return f(CustomOp{{}, act.custom, act.beta});
+    case ActKind::SoftCap: return f(SoftCapOp{{}, act.beta});
   }
 }
 

@@ -3,6 +3,7 @@
 // SSE2 code depending on the flags of the .cpp that includes this with LMX_KERNEL_NS set
 // (cpu_kernels_avx512.cpp, cpu_kernels_avx2.cpp, cpu_kernels_generic.cpp).
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #ifndef LMX_KERNEL_NS
@@ -60,8 +61,11 @@ static inline __attribute__((always_inline)) v8f hi8(v16f x) {
 }
 #endif
 
+// The scalar exp (std::exp), so that a template over V serves 16, 8 and 1 lanes.
+static inline __attribute__((always_inline)) float vexp(float x) { return std::exp(x); }
+
 // tanh (Cephes tanhf, ~2 ulp): an odd polynomial below |x| = 0.625, 1 − 2/(e^{2|x|} + 1) with the
-// sign from there on (vexp's clamp gives ±1 for |x| > 44). V is v8f or (AVX-512) v16f.
+// sign from there on (vexp's clamp gives ±1 for |x| > 44). V is v8f, (AVX-512) v16f or float.
 template <class V>
 static inline __attribute__((always_inline)) V vtanh(V x) {
   const V zero = {};

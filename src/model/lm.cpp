@@ -11,6 +11,8 @@
 #include <tuple>
 
 #include "config/registry.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/fused_attention.h"
 #include "kernels/parallel.h"
 #include "model/attention/attention.h"
 #include "model/block.h"
@@ -153,28 +155,36 @@ torch::Tensor ModernLMImpl::run(const torch::Tensor& tokens, KVCache* cache, con
 
 namespace {
 
-// c·tanh(z/c) as one autograd op: LibTorch's div, tanh and mul forward (the values of the
-// in-place path below), and one pass backward, dz = dy·(1 − t²) with t = tanh(z/c) kept (the
-// three ops' own backward took three passes; the step cost of model.logit_softcap, measured by
-// lmx bench on the Llama preset, went from +20% to a few percent).
+// c·tanh(z/c) on the element-wise kernels (ActKind::SoftCap, float32 on the CPU with the fused
+// kernels on): one pass forward, one pass backward recomputing the tanh from z (kept: the input,
+// which the head's GEMM wrote anyway). In LibTorch's div, tanh and mul (three passes forward,
+// and (1 − t²)·dy over a kept t backward) the step cost of model.logit_softcap was ~0.8 ms of
+// the Llama preset's ~11.5 (lmx bench --breakdown). Every path that caps logits (training,
+// evaluation, generation, the decoding engine) calls soft_cap, so they all take the same values.
 class SoftCapFn : public torch::autograd::Function<SoftCapFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& z, double c) {
-    auto t = torch::tanh(z / c);
-    ctx->save_for_backward({t});
-    return t * c;
+    auto y = torch::empty_like(z);
+    const kernels::ActOp op{kernels::ActKind::SoftCap, static_cast<float>(c)};
+    const auto& k = kernels::ffn_kernels();
+    const float* pz = z.data_ptr<float>();
+    float* py = y.data_ptr<float>();
+    kernels::parallel_for(z.numel(), 1 << 14, [&](int64_t b, int64_t e) { k.act_forward(op, pz + b, e - b, py + b, nullptr); });
+    ctx->save_for_backward({z});
+    ctx->saved_data["c"] = c;
+    return y;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    const auto t = ctx->get_saved_variables()[0];
-    if (t.scalar_type() != torch::kFloat32 || !t.device().is_cpu()) return {grads[0] * (1 - t * t), torch::Tensor()};
+    const auto z = ctx->get_saved_variables()[0];
+    const kernels::ActOp op{kernels::ActKind::SoftCap, static_cast<float>(ctx->saved_data["c"].toDouble())};
     const auto dy = grads[0].contiguous();
-    auto dz = torch::empty_like(t);
-    const float* pt = t.data_ptr<float>();
-    const float* pdy = dy.data_ptr<float>();
+    auto dz = torch::empty_like(z);
+    const auto& k = kernels::ffn_kernels();
+    const float *pz = z.data_ptr<float>(), *pdy = dy.data_ptr<float>();
     float* pdz = dz.data_ptr<float>();
-    kernels::parallel_for(t.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) pdz[i] = pdy[i] * (1.0f - pt[i] * pt[i]);
+    kernels::parallel_for(z.numel(), 1 << 14, [&](int64_t b, int64_t e) {
+      k.act_backward(op, pz + b, nullptr, pdy + b, e - b, pdz + b);
     });
     return {dz, torch::Tensor()};
   }
@@ -185,9 +195,20 @@ class SoftCapFn : public torch::autograd::Function<SoftCapFn> {
 torch::Tensor ModernLMImpl::soft_cap(torch::Tensor logits) const {
   const double c = cfg_.logit_softcap;
   if (!(c > 0)) return logits;
-  // c·tanh(z/c) (Gemma 2's final_logit_softcapping), three ops as Hugging Face's Gemma 2 runs them
-  if (logits.requires_grad()) return SoftCapFn::apply(logits.contiguous(), c);
-  return logits.div_(c).tanh_().mul_(c);  // the same ops in place (lmx generate, the decoding engine)
+  // c·tanh(z/c) (Gemma 2's final_logit_softcapping)
+  if (fused_kernels_take(logits)) {
+    logits = logits.contiguous();
+    if (logits.requires_grad()) return SoftCapFn::apply(logits, c);
+    torch::NoGradGuard no_grad;  // in place: lmx generate, evaluation, the decoding engine
+    const kernels::ActOp op{kernels::ActKind::SoftCap, static_cast<float>(c)};
+    const auto& k = kernels::ffn_kernels();
+    float* p = logits.data_ptr<float>();
+    kernels::parallel_for(logits.numel(), 1 << 14, [&](int64_t b, int64_t e) { k.act_forward(op, p + b, e - b, p + b, nullptr); });
+    return logits;
+  }
+  // LibTorch's ops elsewhere (bf16, another device, the kernels off), as HF's Gemma 2 runs them
+  if (logits.requires_grad()) return logits.div(c).tanh().mul(c);
+  return logits.div_(c).tanh_().mul_(c);
 }
 
 std::shared_ptr<Attention> ModernLMImpl::attention(int64_t layer) const { return parts_->layers.at(layer)->self_attn; }
