@@ -251,6 +251,37 @@ TEST_CASE("export_gguf writes GGUF v3 that a minimal reader parses back exactly"
   }
 }
 
+TEST_CASE("model.qk_norm exports as llama.cpp's qwen3: its keys, attn_q_norm / attn_k_norm, half-split RoPE rows",
+          "[model][gguf]") {
+  TempDir dir;
+  ModelConfig m = lmx::test::small_llama();
+  m.qk_norm = true;
+  m.rope_layout = GENERATE(RopeLayout::Half, RopeLayout::Interleaved);
+  Checkpoint ck = gguf_checkpoint(dir, m);
+  torch::manual_seed(9);
+  for (auto& [name, t] : ck.tensors)  // gains other than ones: a permutation must show
+    if (name.find("self_attn.q_norm") != std::string::npos || name.find("self_attn.k_norm") != std::string::npos)
+      t = 1 + 0.3 * torch::randn_like(t);
+  export_gguf(ck, gguf_words(19), dir.file("q.gguf"));
+  const Gguf g = read_gguf(dir.file("q.gguf"));
+  CHECK(g.at("general.architecture") == "qwen3");
+  CHECK(g.at("qwen3.embedding_length") == 24);
+  CHECK(g.at("qwen3.attention.head_count_kv") == 2);
+  CHECK(g.at("qwen3.attention.key_length") == 6);
+  CHECK(g.kv.count("llama.embedding_length") == 0);
+  CHECK(g.tensors.size() == 3u + 2u * 11u);
+  CHECK(g.tensor("blk.1.attn_q_norm.weight").dims == std::vector<uint64_t>{6});
+  const bool half = m.rope_layout == RopeLayout::Half;
+  auto layout = [&](const torch::Tensor& t) { return half ? t : to_half_layout(t, 6); };
+  for (const char* n : {"q_proj", "k_proj", "q_norm", "k_norm"}) {
+    INFO(n);
+    const std::string gg = std::string("blk.0.attn_") + (n[0] == 'q' ? "q" : "k") + (n[2] == 'n' ? "_norm" : "") + ".weight";
+    CHECK(torch::equal(g.f32(gg), layout(gguf_param(ck, std::string("model.layers.0.self_attn.") + n + ".weight"))));
+  }
+  CHECK_FALSE(torch::equal(to_half_layout(gguf_param(ck, "model.layers.0.self_attn.q_norm.weight"), 6),
+                           gguf_param(ck, "model.layers.0.self_attn.q_norm.weight")));  // not vacuous
+}
+
 TEST_CASE("export_gguf refuses what llama.cpp's llama cannot express, leaving the old file", "[model][gguf]") {
   TempDir dir;
   ModelConfig m = lmx::test::small_llama();

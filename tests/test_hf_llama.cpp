@@ -126,6 +126,38 @@ TEST_CASE("lmx -> HF Llama -> lmx keeps the weights, the config and the logits",
   }
 }
 
+TEST_CASE("model.qk_norm exports as Qwen 3 (Qwen3ForCausalLM, q_norm / k_norm) and reads back", "[model][hf]") {
+  TempDir dir;
+  ModelConfig m = lmx::test::small_llama();
+  m.qk_norm = true;
+  m.rope_layout = GENERATE(RopeLayout::Half, RopeLayout::Interleaved);
+  Checkpoint src = read_checkpoint(write_checkpoint(dir, m));
+  torch::manual_seed(9);
+  for (auto& [name, t] : src.tensors)  // gains other than the initial ones: a permutation must show
+    if (name.find("_norm.weight") != std::string::npos && name.find("self_attn") != std::string::npos)
+      t = 1 + 0.3 * torch::randn_like(t);
+  CHECK(hf_family(m).qk_norm);
+  export_hf_llama(src, dir.file("hf"));
+  auto j = read_json(dir.file("hf/config.json"));
+  CHECK(j["model_type"] == "qwen3");
+  CHECK(j["architectures"][0] == "Qwen3ForCausalLM");
+  CHECK(j["use_sliding_window"] == false);
+  Checkpoint back = read_checkpoint(dir.file("hf"));
+  CHECK(back.config.model.qk_norm);
+  CHECK(back.config.model.rope_layout == RopeLayout::Half);
+  const std::string qn = "model.layers.1.self_attn.q_norm.weight";
+  if (m.rope_layout == RopeLayout::Half) {
+    for (const auto& [name, t] : src.tensors) CHECK(torch::equal(tensor(back, name), t));
+  } else {  // each head's q_norm gains in the half layout's order, as its q rows
+    CHECK(torch::equal(tensor(back, qn), to_half_layout(tensor(src, qn), m.dim_head())));
+    CHECK_FALSE(torch::equal(tensor(back, qn), tensor(src, qn)));
+  }
+  torch::NoGradGuard no_grad;
+  auto tokens = some_tokens(m.vocab_size);
+  auto a = load_model(src)->forward(tokens), b = load_model(back)->forward(tokens);
+  CHECK((a - b).abs().max().item<double>() < 1e-5);
+}
+
 TEST_CASE("embed_scale sqrt_d exports as a Llama: the scale folded into the embedding, the head its own matrix",
           "[model][hf]") {
   TempDir dir;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Interop checked by engines we did not write (issue 29): trains three small models with lmx, the
-# llama preset on the garden language (GQA, 2 of 4 KV heads), a SentencePiece (BPE, byte
+# Interop checked by engines we did not write (issue 29): trains four small models with lmx, the
+# llama preset on the garden language (GQA, 2 of 4 KV heads), the same with QK-norm (exported as
+# Qwen 3: llama.cpp's qwen3, Qwen3ForCausalLM), a SentencePiece (BPE, byte
 # fallback) text model and a byte-level text model, exports each with `lmx export --gguf --hf
 # --reference`, then scripts/interop/check.mjs loads the GGUF in llama.cpp (node-llama-cpp
 # 3.21.1's prebuilt CPU binaries, F32 KV cache, no flash attention) and checks: next-token
@@ -46,6 +47,9 @@ check_model() {
 printf 'extends: %s\ndata:\n  train_docs: 2000\n  val_docs: 50\n  test_docs: 50\n' \
   "$root/configs/llama.yaml" > "$work/garden.yaml"
 check_model garden "$work/garden.yaml" 150 --control
+# 1b. The same with QK-norm: exported as llama.cpp's qwen3 (q_norm / k_norm, half-split RoPE).
+printf 'extends: %s\nmodel:\n  qk_norm: true\n' "$work/garden.yaml" > "$work/qwen3.yaml"
+check_model qwen3 "$work/qwen3.yaml" 150
 
 # 2. Text (deterministic, a few non-ASCII words): SentencePiece BPE with byte pieces, and bytes.
 awk 'BEGIN { srand(7); n = split("the garden gardener waters a rose roses tulip every morning café naïve bee " \

@@ -83,7 +83,7 @@ std::string gguf_name(const std::string& name) {
       {"input_layernorm", "attn_norm"},   {"self_attn.q_proj", "attn_q"}, {"self_attn.k_proj", "attn_k"},
       {"self_attn.v_proj", "attn_v"},     {"self_attn.o_proj", "attn_output"},
       {"post_attention_layernorm", "ffn_norm"}, {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"},
-      {"mlp.down_proj", "ffn_down"}};
+      {"mlp.down_proj", "ffn_down"},      {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"}};
   if (name == "model.embed_tokens.weight") return "token_embd.weight";
   if (name == "model.norm.weight") return "output_norm.weight";
   if (name == "lm_head.weight") return "output.weight";
@@ -97,26 +97,28 @@ std::string gguf_name(const std::string& name) {
 
 void put_hparams(Metadata& md, const Checkpoint& ckpt, const std::string& type) {
   const ModelConfig& m = ckpt.config.model;
-  md.string("general.architecture", "llama");
+  const std::string arch = hf_family(m).model_type;  // llama, or qwen3 (its keys: llama's under qwen3.)
+  auto key = [&arch](const char* k) { return arch + "." + k; };
+  md.string("general.architecture", arch);
   md.string("general.name", ckpt.config.name.empty() ? "lmx" : ckpt.config.name);
   md.u32("general.alignment", kAlignment);
   md.u32("general.file_type", type == "f32" ? 0 : type == "f16" ? 1 : 32);  // ALL_F32, MOSTLY_F16, MOSTLY_BF16
-  md.u32("llama.context_length", m.max_seq_len);
-  md.u32("llama.embedding_length", m.d_model);
-  md.u32("llama.block_count", m.n_layers);
-  md.u32("llama.feed_forward_length", m.ffn_hidden(true));
-  md.u32("llama.attention.head_count", m.n_heads);
-  md.u32("llama.attention.head_count_kv", m.kv_heads());
-  md.u32("llama.attention.key_length", m.dim_head());
-  md.u32("llama.attention.value_length", m.dim_head());
-  md.u32("llama.rope.dimension_count", m.dim_head());
-  md.f32("llama.rope.freq_base", hf_rope_theta(m));
+  md.u32(key("context_length"), m.max_seq_len);
+  md.u32(key("embedding_length"), m.d_model);
+  md.u32(key("block_count"), m.n_layers);
+  md.u32(key("feed_forward_length"), m.ffn_hidden(true));
+  md.u32(key("attention.head_count"), m.n_heads);
+  md.u32(key("attention.head_count_kv"), m.kv_heads());
+  md.u32(key("attention.key_length"), m.dim_head());
+  md.u32(key("attention.value_length"), m.dim_head());
+  md.u32(key("rope.dimension_count"), m.dim_head());
+  md.f32(key("rope.freq_base"), hf_rope_theta(m));
   if (m.rope_scaling == RopeScaling::Linear) {
-    md.string("llama.rope.scaling.type", "linear");
-    md.f32("llama.rope.scaling.factor", m.rope_factor);
+    md.string(key("rope.scaling.type"), "linear");
+    md.f32(key("rope.scaling.factor"), m.rope_factor);
   }
-  md.f32("llama.attention.layer_norm_rms_epsilon", m.norm_eps);
-  md.u32("llama.vocab_size", m.vocab_size);
+  md.f32(key("attention.layer_norm_rms_epsilon"), m.norm_eps);
+  md.u32(key("vocab_size"), m.vocab_size);
 }
 
 void put_vocab(Metadata& md, const GgufVocab& v) {
@@ -160,11 +162,15 @@ std::vector<TensorOut> gguf_tensors(const Checkpoint& ckpt, const std::string& t
   const ModelConfig& m = ckpt.config.model;
   ModernLM model = load_model(ckpt);  // checks names and shapes
   std::vector<TensorOut> out;
+  // llama.cpp's llama rotates adjacent pairs (half-layout q/k rows permuted to them); its qwen3
+  // half-split ones (NEOX), as lmx's half layout (interleaved q/k rows and QK-norm gains permuted).
+  const bool neox = hf_family(m).qk_norm;
   for (const auto& [name, value] : llama_tensors(model, m)) {
     torch::Tensor t = value.to(torch::kFloat32);
-    const bool q = name.find(".self_attn.q_proj.") != std::string::npos;
-    const bool k = name.find(".self_attn.k_proj.") != std::string::npos;
-    if ((q || k) && m.rope_layout == RopeLayout::Half) t = half_to_interleaved(t, m.dim_head());
+    if (follows_rope_layout(name)) {
+      if (!neox && m.rope_layout == RopeLayout::Half) t = half_to_interleaved(t, m.dim_head());
+      if (neox && m.rope_layout == RopeLayout::Interleaved) t = to_half_layout(t, m.dim_head());
+    }
     GgmlType gt = kGgmlF32;
     if (t.dim() == 2 && type == "f16") t = t.to(torch::kFloat16), gt = kGgmlF16;
     if (t.dim() == 2 && type == "bf16") t = t.to(torch::kBFloat16), gt = kGgmlBF16;
@@ -190,8 +196,9 @@ torch::Tensor half_to_interleaved(const torch::Tensor& w, int64_t D) {
 void export_gguf(const Checkpoint& ckpt, const GgufVocab& vocab, const std::string& path, const std::string& type) {
   const std::string blocker = gguf_blocker(ckpt.config.model);
   if (!blocker.empty())
-    throw InputError(fmt::format("{}: cannot export as GGUF (llama.cpp llama): {}", ckpt.path, blocker),
-                     "only pre-norm RMSNorm, SwiGLU, RoPE, MHA/GQA/MQA models without biases are llama.cpp's llama");
+    throw InputError(fmt::format("{}: cannot export as GGUF (llama.cpp llama or qwen3): {}", ckpt.path, blocker),
+                     "only pre-norm RMSNorm, SwiGLU, RoPE, MHA/GQA/MQA models without biases are llama.cpp's llama "
+                     "(with model.qk_norm: its qwen3)");
   const auto& types = gguf_types();
   if (std::find(types.begin(), types.end(), type) == types.end())
     throw InputError(fmt::format("--gguf-type: unknown type '{}'; valid: f32, f16, bf16", type));

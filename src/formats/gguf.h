@@ -1,4 +1,6 @@
-// GGUF v3 files for llama.cpp's `llama` architecture (ggml's gguf.md): a header ("GGUF", version
+// GGUF v3 files for llama.cpp's `llama` architecture, or `qwen3` for a model with QK-norm (its
+// keys llama's under qwen3., its tensors llama's plus blk.N.attn_q_norm / attn_k_norm, its RoPE
+// over half-split pairs as lmx's half layout) (ggml's gguf.md): a header ("GGUF", version
 // 3, tensor count, metadata count), metadata key/value pairs, tensor infos (name, dims fastest-
 // first, ggml type, offset), then the tensor data, each tensor aligned to general.alignment (32).
 // What maps: d_model llama.embedding_length, d_ff feed_forward_length, n_heads / n_kv_heads

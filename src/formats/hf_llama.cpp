@@ -22,13 +22,6 @@ namespace {
 
 const char* const kLmxConfigKey = "lmx_config";
 
-bool is_qk_projection(const std::string& name) {
-  for (const char* p : {".self_attn.q_proj.weight", ".self_attn.k_proj.weight"})
-    if (name.size() > std::strlen(p) && name.compare(name.size() - std::strlen(p), std::string::npos, p) == 0)
-      return true;
-  return false;
-}
-
 // (H·D, C) rows of interleaved RoPE pairs (2i, 2i+1) -> half-split pairs (i, i + D/2), per head.
 torch::Tensor interleaved_to_half(const torch::Tensor& w, int64_t D) {
   const int64_t heads = w.size(0) / D;
@@ -76,6 +69,22 @@ struct JsonReader {
 
 }  // namespace
 
+bool follows_rope_layout(const std::string& name) {
+  for (const char* p : {".self_attn.q_proj.weight", ".self_attn.k_proj.weight", ".self_attn.q_norm.weight",
+                        ".self_attn.k_norm.weight"})
+    if (name.size() > std::strlen(p) && name.compare(name.size() - std::strlen(p), std::string::npos, p) == 0)
+      return true;
+  return false;
+}
+
+torch::Tensor to_half_layout(const torch::Tensor& t, int64_t D) {
+  return t.dim() == 1 ? interleaved_to_half(t.unsqueeze(1), D).squeeze(1) : interleaved_to_half(t, D);
+}
+
+HfFamily hf_family(const ModelConfig& m) {
+  return m.qk_norm ? HfFamily{"Qwen3ForCausalLM", "qwen3", true} : HfFamily{"LlamaForCausalLM", "llama", false};
+}
+
 std::string hf_llama_blocker(const ModelConfig& m) {
   using registry::Kind, registry::llama_name;
   if (!registry::attention(m).llama)
@@ -86,12 +95,13 @@ std::string hf_llama_blocker(const ModelConfig& m) {
   if (!registry::position(m).llama) return fmt::format("model.position is {} (Llama: {})", m.position, llama_name(Kind::Position));
   if (m.bias) return "model.bias is true (Llama: no biases)";
   if (m.sliding_window > 0)
-    return fmt::format("model.sliding_window is {} (Llama has none; Mistral's and Gemma 2's are not exported)", m.sliding_window);
+    return fmt::format("model.sliding_window is {} (Llama and Qwen 3 have none; Mistral's and Gemma 2's are not "
+                       "exported)", m.sliding_window);
   if (m.attn_softcap > 0)
-    return fmt::format("model.attn_softcap is {} (Llama has no soft-cap; lmx exports Llama only, not Gemma 2)", m.attn_softcap);
-  if (m.qk_norm) return "model.qk_norm is true (Llama has no QK-norm; lmx exports Llama only, not OLMo 2 or Qwen 3)";
+    return fmt::format("model.attn_softcap is {} (Llama and Qwen 3 have no soft-cap; lmx exports those, not Gemma 2)",
+                       m.attn_softcap);
   if (m.logit_softcap > 0)
-    return fmt::format("model.logit_softcap is {} (Llama has no soft-cap; lmx exports Llama only, not Gemma 2)",
+    return fmt::format("model.logit_softcap is {} (Llama and Qwen 3 have no soft-cap; lmx exports those, not Gemma 2)",
                        m.logit_softcap);
   if (m.rope_scaling == RopeScaling::Yarn)
     return fmt::format("model.rope_scaling is {} (exported: none, linear, ntk; Hugging Face reads yarn's trained "
@@ -136,14 +146,16 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data:
   const ModelConfig& m = ckpt.config.model;
   const std::string blocker = hf_llama_blocker(m);
   if (!blocker.empty())
-    throw InputError(fmt::format("{}: cannot export as Hugging Face Llama: {}", ckpt.path, blocker),
-                     "only pre-norm RMSNorm, SwiGLU, RoPE, MHA/GQA/MQA models without biases are LlamaForCausalLM");
+    throw InputError(fmt::format("{}: cannot export as Hugging Face Llama or Qwen 3: {}", ckpt.path, blocker),
+                     "only pre-norm RMSNorm, SwiGLU, RoPE, MHA/GQA/MQA models without biases are LlamaForCausalLM "
+                     "(with model.qk_norm: Qwen3ForCausalLM)");
   ModernLM model = load_model(ckpt);  // checks names and shapes
   const int64_t D = m.dim_head();
 
+  const HfFamily family = hf_family(m);
   nlohmann::ordered_json j;
-  j["architectures"] = {"LlamaForCausalLM"};
-  j["model_type"] = "llama";
+  j["architectures"] = {family.architecture};
+  j["model_type"] = family.model_type;
   j["hidden_size"] = m.d_model;
   j["intermediate_size"] = m.ffn_hidden(true);
   j["num_attention_heads"] = m.n_heads;
@@ -162,6 +174,7 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data:
   j["tie_word_embeddings"] = llama_ties_head(m);
   j["attention_bias"] = false;
   j["mlp_bias"] = false;
+  if (family.qk_norm) j["use_sliding_window"] = false;  // Qwen3Config's window is off unless asked
   j["initializer_range"] = m.init_std;
   j["torch_dtype"] = "float32";
   nlohmann::ordered_json gen = {{"do_sample", false}, {"max_length", m.max_seq_len}};
@@ -177,7 +190,7 @@ void export_hf_llama(const Checkpoint& ckpt, const std::string& dir, const data:
 
   NamedTensors tensors = llama_tensors(model, m);
   for (auto& [name, t] : tensors)
-    if (m.rope_layout == RopeLayout::Interleaved && is_qk_projection(name)) t = interleaved_to_half(t, D);
+    if (m.rope_layout == RopeLayout::Interleaved && follows_rope_layout(name)) t = to_half_layout(t, D);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
     throw InputError(fmt::format("{}: exists and is not empty", dir), "give a new or empty directory to --hf");
@@ -283,8 +296,9 @@ Checkpoint read_hf_llama(const std::string& dir) {
   const nlohmann::json j = read_hf_config(dir, config_path);
   const JsonReader r{j, config_path};
   const std::string type = r.string("model_type", "");
-  if (type != "llama")
-    throw r.bad("model_type", fmt::format("is '{}'; lmx reads Hugging Face Llama folders only (model_type llama)", type));
+  if (type != "llama" && type != "qwen3")
+    throw r.bad("model_type", fmt::format("is '{}'; lmx reads Hugging Face Llama and Qwen 3 folders (model_type "
+                                          "llama, qwen3)", type));
 
   Checkpoint ckpt;
   ckpt.path = dir;
@@ -294,6 +308,9 @@ Checkpoint read_hf_llama(const std::string& dir) {
                                               : fs::path(dir).filename().string();
   cfg.source = config_path;
   read_llama_model(r, cfg.model);
+  cfg.model.qk_norm = type == "qwen3";  // q_norm / k_norm: RMSNorm over each head's D, before RoPE
+  if (cfg.model.qk_norm && r.boolean("use_sliding_window", false))
+    throw r.bad("use_sliding_window", "is true; lmx reads Qwen 3 without its sliding window");
   try {
     validate(cfg);
   } catch (const InputError& e) {

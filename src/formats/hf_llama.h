@@ -22,9 +22,25 @@
 
 namespace lmx {
 
-// "" when HF LlamaForCausalLM expresses the config; else what blocks it, e.g.
-// "model.norm is layernorm (Llama: rmsnorm)".
+// "" when HF LlamaForCausalLM (or, with model.qk_norm, Qwen3ForCausalLM) expresses the config;
+// else what blocks it, e.g. "model.norm is layernorm (Llama: rmsnorm)".
 std::string hf_llama_blocker(const ModelConfig& m);
+
+// The family a config hf_llama_blocker passes exports as: Qwen 3 where model.qk_norm is on (a
+// Llama with an RMSNorm over each head's q and k before RoPE, q_norm / k_norm: Qwen3ForCausalLM,
+// llama.cpp's qwen3, which rotates half-split pairs), else Llama.
+struct HfFamily {
+  const char* architecture;  // Hugging Face's architectures[0]
+  const char* model_type;    // config.json's model_type, and llama.cpp's general.architecture
+  bool qk_norm;
+};
+HfFamily hf_family(const ModelConfig& m);
+
+// Whether the tensor's rows (q_proj, k_proj) or entries (q_norm, k_norm) run per head in the
+// RoPE layout's order; to_half_layout permutes one from the interleaved layout (pairs 2i, 2i+1)
+// to the half one (i, i + D/2), per head of D.
+bool follows_rope_layout(const std::string& name);
+torch::Tensor to_half_layout(const torch::Tensor& t, int64_t D);
 
 // Whether the exported Llama ties its head to the embedding: model.tie_embeddings, unless
 // model.embed_scale scales the embeddings (a Llama multiplies no embedding: see llama_tensors).
