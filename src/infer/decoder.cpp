@@ -60,6 +60,7 @@ struct NormW {
 // One block, compiled.
 struct LayerW {
   NormW in, post;  // input_layernorm, post_attention_layernorm
+  std::optional<NormW> ao, mo;  // sandwich's attn_output_layernorm, mlp_output_layernorm, or none
   std::optional<NormW> qn, kn;  // QK-norm (model.qk_norm), or none
   torch::Tensor wqkv, bqkv, wo, bo;  // q|k|v stacked ((H + 2Hk)·D, C), o (C, H·D)
   bool rope = false;
@@ -150,9 +151,10 @@ std::string Decoder::unsupported(const ModernLM& model) {
       return fmt::format("layer {}'s attention has no fused kernel here (position '{}', head dim {})", i, cfg.position,
                          cfg.dim_head());
     if (!known_norm(block->input_layernorm.get()) || !known_norm(block->post_attention_layernorm.get()) ||
-        (mha->q_norm && (!known_norm(mha->q_norm.get()) || !known_norm(mha->k_norm.get()))))
+        (mha->q_norm && (!known_norm(mha->q_norm.get()) || !known_norm(mha->k_norm.get()))) ||
+        (block->sandwich() &&
+         (!known_norm(block->attn_output_layernorm.get()) || !known_norm(block->mlp_output_layernorm.get()))))
       return fmt::format("norm '{}' is not one the engine runs (layernorm, rmsnorm)", cfg.norm);
-    if (block->sandwich()) return "norm_placement sandwich is not one the engine runs (pre, post)";
     if (!known_ffn(block->mlp.get())) return fmt::format("FFN '{}' is not one the engine runs", cfg.ffn);
   }
   return "";
@@ -193,6 +195,7 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
     if (attn.q_proj->bias.defined())
       L.bqkv = own(torch::cat({attn.q_proj->bias, attn.k_proj->bias, attn.v_proj->bias}, 0));
     if (attn.q_norm) L.qn.emplace(attn.q_norm), L.kn.emplace(attn.k_norm);
+    if (block->sandwich()) L.ao.emplace(block->attn_output_layernorm), L.mo.emplace(block->mlp_output_layernorm);
     L.wo = own(attn.o_proj->weight);
     if (attn.o_proj->bias.defined()) L.bo = own(attn.o_proj->bias);
     L.rope = m.cos.defined();
@@ -374,9 +377,11 @@ const float* Decoder::Impl::run(int64_t token) {
         L.in(stream, nullptr, nullptr, ns, st, C);
       }
       attention(L, ns, pos, hs);
+      if (L.ao) (*L.ao)(hs, nullptr, nullptr, as, st, C), std::swap(hs, as);  // sandwich: N'(attention)
       L.post(stream, hs, spare, ns, st, C);
       std::swap(stream, spare);
       ffn(L, ns, as);
+      if (L.mo) (*L.mo)(as, nullptr, nullptr, hs, st, C), std::swap(hs, as);  // sandwich: N'(FFN)
       branch = true;
     } else {
       attention(L, stream, pos, as);

@@ -15,8 +15,8 @@
 // Runs MHA / GQA / MQA with positions that only add or rotate (none, sinusoidal, learned, RoPE
 // over the whole head), QK-norm or not, sliding windows (a ring of W slots per windowed layer)
 // or not, soft-capped scores and logits or not, LayerNorm or RMSNorm, pre or post, every plain and
-// gated FFN, biases or not, tied or not: float32 on the CPU with the fused
-// kernels and oneDNN on. Elsewhere (MLA, T5 bias, ALiBi, partial RoPE, sandwich norms, the MoE
+// gated FFN, biases or not, tied or not, sandwich norms or not: float32 on the CPU with the fused
+// kernels and oneDNN on. Elsewhere (MLA, T5 bias, ALiBi, partial RoPE, the MoE
 // FFN, components added at run time, LMX_GEMM=torch, LMX_FUSED_ATTENTION=0) unsupported() says
 // why, and callers keep the module path.
 #pragma once
