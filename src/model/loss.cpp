@@ -40,20 +40,29 @@ Counted count_targets(const torch::Tensor& targets, int64_t V, int64_t ignore, b
   return c;
 }
 
-// The fused kernel over every row: each row's loss, the gradient of scale·Σ losses into dlogits,
-// each row's log-sum-exp into lse when not null; -> the rows' losses summed in row order (the
-// same sum at any thread count).
-double fused_rows(const torch::Tensor& logits, const torch::Tensor& targets, int64_t ignore, float scale,
-                  const torch::Tensor& dlogits, float* lse) {
+// The fused kernel over every row of the contiguous logits: each row's loss, the gradient of
+// scale·Σ losses into dlogits, each row's log-sum-exp into lse where it is defined (N floats);
+// total: the rows' losses summed in row order (the same sum at any thread count).
+struct FusedPass {
+  torch::Tensor dlogits;
+  Counted counted;
+  double total = 0;
+};
+FusedPass fused_pass(const torch::Tensor& logits_in, const torch::Tensor& targets_in, int64_t ignore, bool sum,
+                     const torch::Tensor& lse = {}) {
+  const auto logits = logits_in.contiguous(), targets = targets_in.contiguous();
   const int64_t N = logits.size(0), V = logits.size(1);
+  FusedPass out;
+  out.counted = count_targets(targets, V, ignore, sum);
+  out.dlogits = torch::empty_like(logits);
   std::vector<float> losses(N);
-  kernels::CrossEntropyArgs args{logits.data_ptr<float>(), targets.data_ptr<int64_t>(), V, ignore, scale,
-                                 losses.data(), dlogits.data_ptr<float>(), lse};
+  kernels::CrossEntropyArgs args{logits.data_ptr<float>(), targets.data_ptr<int64_t>(), V, ignore, out.counted.scale,
+                                 losses.data(), out.dlogits.data_ptr<float>(),
+                                 lse.defined() ? lse.data_ptr<float>() : nullptr};
   const auto kernel = kernels::cross_entropy_kernel();
   kernels::parallel_for(N, 64, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
-  double total = 0;
-  for (float l : losses) total += l;
-  return total;
+  for (float l : losses) out.total += l;
+  return out;
 }
 
 class CrossEntropyFn : public torch::autograd::Function<CrossEntropyFn> {
@@ -61,13 +70,9 @@ class CrossEntropyFn : public torch::autograd::Function<CrossEntropyFn> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits_in,
                                const torch::Tensor& targets_in, int64_t ignore, bool sum) {
     op_timer::Scope timed(op_timer::Kind::Loss);
-    auto logits = logits_in.contiguous();
-    auto targets = targets_in.contiguous();
-    const Counted c = count_targets(targets, logits.size(1), ignore, sum);
-    auto dlogits = torch::empty_like(logits);
-    const double total = fused_rows(logits, targets, ignore, c.scale, dlogits, nullptr);
-    ctx->save_for_backward({dlogits});
-    return torch::scalar_tensor(sum ? total : total / static_cast<double>(c.count), logits.options());
+    const FusedPass f = fused_pass(logits_in, targets_in, ignore, sum);
+    ctx->save_for_backward({f.dlogits});
+    return torch::scalar_tensor(sum ? f.total : f.total / static_cast<double>(f.counted.count), logits_in.options());
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -92,20 +97,16 @@ class CrossEntropyZFn : public torch::autograd::Function<CrossEntropyZFn> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits_in,
                                                 const torch::Tensor& targets_in, int64_t ignore, bool sum) {
     op_timer::Scope timed(op_timer::Kind::Loss);
-    auto logits = logits_in.contiguous();
-    auto targets = targets_in.contiguous();
-    const Counted c = count_targets(targets, logits.size(1), ignore, sum);
-    auto dlogits = torch::empty_like(logits);
-    auto lse = torch::empty({logits.size(0)}, logits.options());
-    const double total = fused_rows(logits, targets, ignore, c.scale, dlogits, lse.data_ptr<float>());
+    auto lse = torch::empty({logits_in.size(0)}, logits_in.options());
+    const FusedPass f = fused_pass(logits_in, targets_in, ignore, sum, lse);
     double z = 0;  // Σ lse² over the counted rows (ignored rows hold 0), in row order
     for (const float* l = lse.data_ptr<float>(); l != lse.data_ptr<float>() + lse.numel(); ++l)
       z += static_cast<double>(*l) * *l;
-    const double n = sum ? 1.0 : static_cast<double>(c.count);
-    ctx->save_for_backward({dlogits, lse, targets});
-    ctx->saved_data["scale"] = static_cast<double>(c.scale);
+    const double n = sum ? 1.0 : static_cast<double>(f.counted.count);
+    ctx->save_for_backward({f.dlogits, lse, targets_in.contiguous()});
+    ctx->saved_data["scale"] = static_cast<double>(f.counted.scale);
     ctx->saved_data["ignore"] = ignore;
-    return {torch::scalar_tensor(total / n, logits.options()), torch::scalar_tensor(z / n, logits.options())};
+    return {torch::scalar_tensor(f.total / n, logits_in.options()), torch::scalar_tensor(z / n, logits_in.options())};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
