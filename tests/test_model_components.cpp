@@ -275,6 +275,16 @@ TEST_CASE("logit soft-cap: c·tanh(z/c) and its gradient (1 − tanh²(z/c))·dy
   torch::NoGradGuard no_grad;  // the in-place path: the same values
   CHECK(torch::equal(model->soft_cap(z0.clone()), y.detach()));
   CHECK(y.abs().max().item<float>() < 2.5f);
+  // NaN and ±inf logits: NaN stays NaN (a diverged run must not look finite), ±inf caps to ±c
+  // (5 times over: the kernels' vector lanes and their scalar tail)
+  const auto odd = torch::tensor({std::nanf(""), INFINITY, -INFINITY, 0.0f}).repeat({5});
+  const auto capped = model->soft_cap(odd.clone());
+  for (int64_t i = 0; i < 20; i += 4) {
+    CHECK(std::isnan(capped[i].item<float>()));
+    CHECK(capped[i + 1].item<float>() == Approx(2.5));
+    CHECK(capped[i + 2].item<float>() == Approx(-2.5));
+    CHECK(capped[i + 3].item<float>() == 0.0f);
+  }
 }
 
 TEST_CASE("QK-norm as one fused op: the LibTorch path's output and gradients (q, k, v, both gains), within 1e-5 relative",

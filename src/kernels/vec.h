@@ -66,6 +66,8 @@ static inline __attribute__((always_inline)) float vexp(float x) { return std::e
 
 // tanh (Cephes tanhf, ~2 ulp): an odd polynomial below |x| = 0.625, 1 − 2/(e^{2|x|} + 1) with the
 // sign from there on (vexp's clamp gives ±1 for |x| > 44). V is v8f, (AVX-512) v16f or float.
+// NaN stays NaN (the polynomial's lane: vexp's clamp would make it ±1), so a soft-cap does not
+// hide a diverged run's logits from the trainer's NaN check.
 template <class V>
 static inline __attribute__((always_inline)) V vtanh(V x) {
   const V zero = {};
@@ -78,7 +80,7 @@ static inline __attribute__((always_inline)) V vtanh(V x) {
   p = p * x2 * x + x;
   V t = 1.0f - 2.0f / (vexp(a + a) + 1.0f);
   t = x < zero ? -t : t;
-  return a < zero + 0.625f ? p : t;
+  return a >= zero + 0.625f ? t : p;
 }
 
 // Loads and stores of 16 (AVX-512), 8 and 1 lanes, for loops written once over the lane count;
