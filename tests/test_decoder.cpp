@@ -91,6 +91,8 @@ TEST_CASE("the inference engine's logits are the module path's, bit for bit, for
          c.sliding_window = 1, c.attn_softcap = 1.5, c.n_layers = 3; }},
       {"sliding window 9 (past a prompt of 5), head dim 16, scores soft-capped at 2", [](ModelConfig& c) {
          c.sliding_window = 9, c.n_heads = 2, c.attn_softcap = 2.0, c.position = "rope"; }},
+      {"sliding window 29 of a 30-token context (no ring: the last token's first key masked)", [](ModelConfig& c) {
+         c.sliding_window = 29, c.position = "rope"; }},
       {"sandwich RMSNorm (Gemma 2's four norms a block), geglu, rope", [](ModelConfig& c) {
          c.norm_placement = NormPlacement::Sandwich, c.norm = "rmsnorm", c.ffn = "geglu", c.position = "rope"; }},
       {"sandwich LayerNorm, window 4 every 2nd layer, logits capped at 5", [](ModelConfig& c) {

@@ -82,7 +82,8 @@ ProbeResult probe_kv_decode(const ProbeOptions& opt) {
       for (const auto& c : layer) bytes += c.numel() * c.element_size();
     t.add({attention_kind(m), std::to_string(m.kv_heads()), sci(max_abs(full, incremental)), engine_delta,
            fixed(full.abs().max().item<double>(), 4), std::to_string(model->attention(0)->cached_per_token()),
-           std::to_string(cache.numel()), std::to_string(size.per_token() * opt.len), std::to_string(bytes),
+           std::to_string(cache.numel()), std::to_string(size.per_token_per_layer * size.layer_tokens(opt.len)),
+           std::to_string(bytes),
            std::to_string(size.bytes_per_token(kBf16Bytes))});
   }
   ProbeResult res;

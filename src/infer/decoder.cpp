@@ -66,13 +66,14 @@ struct LayerW {
   bool rope = false;
   // The cache: keys after RoPE transposed, (Hk, D, kt_ld) (the decode kernel reads them so, and
   // a token writes one column); values (Hk, rows, D). A column (row) per position, kt_ld =
-  // ceil8(max_len); or, for a sliding window W shorter than the context, a ring of W slots kept
-  // twice (position p in slots p mod W and p mod W + W, kt_ld = 2W + 8), so that the window's
-  // keys are always W consecutive columns in position order: the module path's layout (its
-  // cache keeps the last W − 1 keys), and so its bits.
+  // ceil8(max_len); or, for a sliding window W with W + 1 < max_len, a ring of R = W + 1 slots
+  // kept twice (position p in slots p mod R and p mod R + R, kt_ld = 2R + 8), so that a token's
+  // keys are always R consecutive columns in position order, the oldest outside its window: the
+  // module path's layout (its cache keeps the last W keys, and the token adds its own), and so
+  // its bits.
   torch::Tensor kt, v;
   int64_t kt_ld = 0, rows = 0;
-  int64_t window = 0, ring = 0;  // model.sliding_window where this layer has one; ring: W or 0
+  int64_t window = 0, ring = 0;  // model.sliding_window where this layer has one; ring: W + 1 or 0
   float softcap = 0;             // model.attn_softcap
   // The slots position p is written to (the second -1 without a ring).
   std::pair<int64_t, int64_t> slots(int64_t p) const {
@@ -200,7 +201,7 @@ Decoder::Decoder(const ModernLM& model, int64_t max_len) : impl_(std::make_uniqu
     if (attn.o_proj->bias.defined()) L.bo = own(attn.o_proj->bias);
     L.rope = m.cos.defined();
     L.window = attn.window(), L.softcap = static_cast<float>(attn.softcap());
-    L.ring = L.window > 0 && L.window < max_len ? L.window : 0;
+    L.ring = L.window > 0 && L.window + 1 < max_len ? L.window + 1 : 0;
     L.kt_ld = L.ring ? 2 * L.ring + 8 : (max_len + 7) / 8 * 8;
     L.rows = L.ring ? 2 * L.ring : max_len;
     m.kt_ld = std::max(m.kt_ld, L.kt_ld);
@@ -328,13 +329,14 @@ void Decoder::Impl::attention(LayerW& L, const float* in, int64_t pos, float* ou
     for (int64_t h = 0; h < H; ++h) rotate(qk + h * D, pos, q.data() + h * D);
     qr = q.data();
   }
-  // The keys this token sees: [0, pos], or with a ring its last W from column first on
+  // The keys the kernel reads: [0, pos], or with a ring the last R from column first on (the
+  // window masks the oldest, as on the module path)
   const int64_t seen = L.ring ? std::min(pos + 1, L.ring) : pos + 1;
   const int64_t first = L.ring ? (pos + 1 - seen) % L.ring : 0;
   kernels::AttnShape shape;
   shape.Tq = 1, shape.Tk = seen, shape.D = D, shape.q_start = seen - 1, shape.group = H / Hk;
   shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-  shape.window = L.ring ? 0 : L.window, shape.softcap = L.softcap;
+  shape.window = L.window, shape.softcap = L.softcap;
   const auto kernel = kernels::decode_kernel();
   // One KV head after another on this thread: a head's share of one token is a few
   // microseconds, about what starting a parallel region costs.

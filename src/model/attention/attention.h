@@ -60,14 +60,14 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, c
 torch::Tensor causal_softmax(const torch::Tensor& scores, int64_t q_start, int64_t window = 0);
 // Appends t to (*cache)[slot] along dim (creating the slot) and returns the whole cached tensor.
 torch::Tensor append_to_cache(std::vector<torch::Tensor>* cache, size_t slot, const torch::Tensor& t, int64_t dim);
-// Keeps the last `keep` entries along dim of every cached tensor: what a sliding window of
-// keep + 1 still needs for the next token (the cache of a windowed layer stays at window − 1
-// tokens between calls, window during one, as Mistral's rolling buffer).
+// Keeps the last `keep` entries along dim of every cached tensor: a layer with a sliding window W
+// keeps its last W tokens between calls (Mistral's rolling buffer; model/sizes.h counts them so),
+// of which the next token sees W − 1 and itself.
 void trim_cache(std::vector<torch::Tensor>* cache, int64_t keep, int64_t dim);
 
 // Multi-head attention; grouped-query (GQA) when Hk < H, multi-query (MQA) when Hk = 1.
 // Query head h reads KV head h / (H / Hk). Cache: [k (B, Hk, Tk, D) after RoPE, v (B, Hk, Tk, D)]:
-// every token before, or with a sliding window W only the last W − 1 (trim_cache).
+// every token before, or with a sliding window W only the last W (trim_cache).
 // QK-norm (q_norm and k_norm given, model.qk_norm): each head's q and k through a norm of
 // width D (one for the queries, one for the keys) before RoPE, on every path.
 class MultiHeadAttentionImpl : public Attention {

@@ -187,7 +187,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
       auto v = append_to_cache(cache, 1, qkv.narrow(2, H + Hk, Hk).transpose(1, 2), /*dim=*/2);
       // The queries' start among the cached keys (below start where a window trimmed them)
       auto y = fused_attention_inference(q, k, v, scale, k.size(2) - T, {window_, softcap_});  // (B, T, H, D)
-      if (window_ > 0) trim_cache(cache, window_ - 1, /*dim=*/2);
+      if (window_ > 0) trim_cache(cache, window_, /*dim=*/2);
       return linear_2d(y.view({B, T, H * D}), o_proj);
     }
   }
@@ -202,7 +202,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, int64_t st
     v = append_to_cache(cache, 1, v, /*dim=*/2);
   }
   const int64_t Tk = k.size(2), q_rel = Tk - T;  // q_rel: the queries' start among the keys (start untrimmed)
-  if (cache && window_ > 0) trim_cache(cache, window_ - 1, /*dim=*/2);
+  if (cache && window_ > 0) trim_cache(cache, window_, /*dim=*/2);
   if (Hk != H) {  // query head h reads KV head h / (H / Hk)
     k = k.repeat_interleave(H / Hk, /*dim=*/1);  // (B, H, Tk, D)
     v = v.repeat_interleave(H / Hk, /*dim=*/1);
