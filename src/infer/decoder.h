@@ -1,7 +1,8 @@
 // The inference engine: token-by-token decoding (lmx generate, the KV-cache benchmarks) on a
 // model compiled once into flat float32 buffers, as llama.cpp runs a graph built once: the
 // q|k|v and gate|up weights stacked once (the modules stack them at every call), a KV cache
-// allocated once for the whole context (the modules' KVCache grows by concatenation, O(T) a
+// allocated once for the whole context, or a ring of W + 1 slots for a layer with a sliding
+// window W (the modules' KVCache grows by concatenation, O(T) a
 // token; its keys are kept rotated and transposed, one column written a token, for
 // kernels::decode), and each token one pass of raw-pointer calls into the kernels the modules
 // run (oneDNN's sgemm through gemm::linear_rows; the fused norm, activation and attention
