@@ -282,6 +282,37 @@ TEST_CASE("model.qk_norm exports as llama.cpp's qwen3: its keys, attn_q_norm / a
                            gguf_param(ck, "model.layers.0.self_attn.q_norm.weight")));  // not vacuous
 }
 
+TEST_CASE("model.ffn moe exports as llama.cpp's Mixtral: expert counts, the experts stacked, the router",
+          "[model][gguf]") {
+  TempDir dir;
+  ModelConfig m = lmx::test::small_llama();
+  m.ffn = "moe", m.moe_experts = 3, m.moe_top_k = 2;
+  const Checkpoint ck = gguf_checkpoint(dir, m);
+  export_gguf(ck, gguf_words(19), dir.file("x.gguf"));
+  const Gguf g = read_gguf(dir.file("x.gguf"));
+  CHECK(g.at("general.architecture") == "llama");
+  CHECK(g.at("llama.expert_count") == 3);
+  CHECK(g.at("llama.expert_used_count") == 2);
+  const torch::Tensor gate1 = gguf_param(ck, "model.layers.1.mlp.experts.1.gate_proj.weight");  // (F, C)
+  const int64_t F = gate1.size(0);
+  CHECK(g.at("llama.feed_forward_length") == F);
+  CHECK(g.tensors.size() == 3u + 2u * 10u);  // per layer: 2 norms, q/k/v/o, the router, 3 expert stacks
+  CHECK(g.tensor("blk.1.ffn_gate_exps.weight").dims == std::vector<uint64_t>{24, static_cast<uint64_t>(F), 3});
+  CHECK(g.tensor("blk.1.ffn_down_exps.weight").dims == std::vector<uint64_t>{static_cast<uint64_t>(F), 24, 3});
+  for (const char* w : {"gate", "up", "down"})
+    for (int64_t e = 0; e < 3; ++e) {
+      INFO(w << " expert " << e);
+      CHECK(torch::equal(g.f32(fmt::format("blk.1.ffn_{}_exps.weight", w))[e],
+                         gguf_param(ck, fmt::format("model.layers.1.mlp.experts.{}.{}_proj.weight", e, w))));
+    }
+  CHECK(torch::equal(g.f32("blk.0.ffn_gate_inp.weight"), gguf_param(ck, "model.layers.0.mlp.router.weight")));
+  // Shared experts (DeepSeek's) and an HF folder are refused, naming why
+  ModelConfig shared = m;
+  shared.moe_shared_experts = 1;
+  CHECK_THAT(gguf_blocker(shared), Catch::Contains("moe_shared_experts is 1"));
+  CHECK_THAT(hf_llama_blocker(m), Catch::Contains("GGUF only"));
+}
+
 TEST_CASE("export_gguf refuses what llama.cpp's llama cannot express, leaving the old file", "[model][gguf]") {
   TempDir dir;
   ModelConfig m = lmx::test::small_llama();

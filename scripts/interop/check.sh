@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Interop checked by engines we did not write (issue 29): trains four small models with lmx, the
+# Interop checked by engines we did not write (issue 29): trains five small models with lmx, the
 # llama preset on the garden language (GQA, 2 of 4 KV heads), the same with QK-norm (exported as
-# Qwen 3: llama.cpp's qwen3, Qwen3ForCausalLM), a SentencePiece (BPE, byte
+# Qwen 3: llama.cpp's qwen3, Qwen3ForCausalLM) and with a 4-expert MoE FFN (Mixtral: llama.cpp's
+# llama with experts; GGUF only), a SentencePiece (BPE, byte
 # fallback) text model and a byte-level text model, exports each with `lmx export --gguf --hf
 # --reference`, then scripts/interop/check.mjs loads the GGUF in llama.cpp (node-llama-cpp
 # 3.21.1's prebuilt CPU binaries, F32 KV cache, no flash attention) and checks: next-token
@@ -32,15 +33,17 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/lmx-interop.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# Trains CONFIG for STEPS steps, exports it, compares (further arguments go to check.mjs).
+# Trains CONFIG for STEPS steps, exports it, compares (further arguments go to check.mjs). HF=0:
+# no Hugging Face folder (a model only GGUF expresses).
 check_model() {
-  local name=$1 config=$2 steps=$3
+  local name=$1 config=$2 steps=$3 hf=()
   shift 3
+  [[ "${HF:-1}" == 1 ]] && hf=(--hf "$work/$name-hf")
   "$lmx" -q train "$config" --set train.steps="$steps" --out "$work/$name" > "$work/$name.log" 2>&1 ||
     { cat "$work/$name.log"; exit 1; }
-  "$lmx" -q export "$work/$name/seed0/model.safetensors" --gguf "$work/$name.gguf" --hf "$work/$name-hf" \
+  "$lmx" -q export "$work/$name/seed0/model.safetensors" --gguf "$work/$name.gguf" "${hf[@]}" \
     --reference "$work/$name.json"
-  node check.mjs --ref "$work/$name.json" --gguf "$work/$name.gguf" --hf "$work/$name-hf" "$@"
+  node check.mjs --ref "$work/$name.json" --gguf "$work/$name.gguf" "${hf[@]}" "$@"
 }
 
 # 1. The llama preset on the garden language (words: usable by id in llama.cpp, not as text).
@@ -50,6 +53,9 @@ check_model garden "$work/garden.yaml" 150 --control
 # 1b. The same with QK-norm: exported as llama.cpp's qwen3 (q_norm / k_norm, half-split RoPE).
 printf 'extends: %s\nmodel:\n  qk_norm: true\n' "$work/garden.yaml" > "$work/qwen3.yaml"
 check_model qwen3 "$work/qwen3.yaml" 150
+# 1c. With a mixture-of-experts FFN (4 experts, top 2): llama.cpp's llama with Mixtral's experts.
+printf 'extends: %s\nmodel:\n  ffn: moe\n  moe_experts: 4\n  moe_top_k: 2\n' "$work/garden.yaml" > "$work/mixtral.yaml"
+HF=0 check_model mixtral "$work/mixtral.yaml" 150
 
 # 2. Text (deterministic, a few non-ASCII words): SentencePiece BPE with byte pieces, and bytes.
 awk 'BEGIN { srand(7); n = split("the garden gardener waters a rose roses tulip every morning café naïve bee " \

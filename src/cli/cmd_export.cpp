@@ -26,11 +26,14 @@ namespace {
 
 // Everything that can refuse, checked before the first file is written.
 void check_export(const ExportOptions& o, const Checkpoint& ck) {
-  const std::string blocker = hf_llama_blocker(ck.config.model);
-  if (!blocker.empty() && !(o.hf.empty() && o.gguf.empty()))
-    throw InputError(fmt::format("{}: cannot export as {}: {}", ck.path, o.gguf.empty() ? "Hugging Face Llama" : "GGUF",
-                                 blocker),
-                     "only pre-norm RMSNorm, SwiGLU, RoPE, MHA/GQA/MQA models without biases are Llama");
+  // GGUF takes what Hugging Face's Llama / Qwen 3 take, and Mixtral's experts
+  for (const auto& [asked, format, blocker] :
+       {std::tuple{!o.gguf.empty(), "GGUF", gguf_blocker(ck.config.model)},
+        std::tuple{!o.hf.empty(), "Hugging Face Llama", hf_llama_blocker(ck.config.model)}})
+    if (asked && !blocker.empty())
+      throw InputError(fmt::format("{}: cannot export as {}: {}", ck.path, format, blocker),
+                       "only pre-norm RMSNorm, SwiGLU, RoPE, MHA/GQA/MQA models without biases are Llama (Qwen 3 "
+                       "with model.qk_norm; Mixtral with model.ffn moe, GGUF only)");
   std::error_code ec;
   if (!o.hf.empty() && std::filesystem::exists(o.hf, ec) && !std::filesystem::is_empty(o.hf, ec))
     throw InputError(fmt::format("{}: exists and is not empty", o.hf), "give a new or empty directory to --hf");

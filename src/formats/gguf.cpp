@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <regex>
 
 #include "formats/hf_llama.h"
@@ -119,6 +120,10 @@ void put_hparams(Metadata& md, const Checkpoint& ckpt, const std::string& type) 
   }
   md.f32(key("attention.layer_norm_rms_epsilon"), m.norm_eps);
   md.u32(key("vocab_size"), m.vocab_size);
+  if (m.ffn == "moe") {  // Mixtral: feed_forward_length is each expert's width
+    md.u32(key("expert_count"), m.moe_experts);
+    md.u32(key("expert_used_count"), m.moe_top_k);
+  }
 }
 
 void put_vocab(Metadata& md, const GgufVocab& v) {
@@ -158,6 +163,33 @@ struct TensorOut {
   GgmlType type;
 };
 
+// A Mixtral layer's experts as llama.cpp stacks them: mlp.experts.E.gate_proj.weight (F, C) for
+// every E -> blk.N.ffn_gate_exps.weight (E, F, C) (up likewise, down (E, C, F)); the router
+// mlp.router.weight (E, C) -> blk.N.ffn_gate_inp.weight. Other names pass through.
+NamedTensors stack_experts(const NamedTensors& in, const ModelConfig& m) {
+  if (m.ffn != "moe") return in;
+  NamedTensors out;
+  static const std::regex expert(R"(model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
+  static const std::regex router(R"(model\.layers\.(\d+)\.mlp\.router\.weight)");
+  std::map<std::pair<int, std::string>, std::vector<torch::Tensor>> stacks;  // (layer, gate|up|down) -> by expert
+  for (const auto& [name, t] : in) {
+    std::smatch s;
+    if (std::regex_match(name, s, expert)) {
+      auto& v = stacks[{std::stoi(s[1].str()), s[3].str()}];
+      const auto e = static_cast<size_t>(std::stoi(s[2].str()));
+      if (v.size() <= e) v.resize(e + 1);
+      v[e] = t;
+    } else if (std::regex_match(name, s, router)) {
+      out.push_back({fmt::format("blk.{}.ffn_gate_inp.weight", s[1].str()), t});
+    } else {
+      out.push_back({name, t});
+    }
+  }
+  for (const auto& [at, v] : stacks)
+    out.push_back({fmt::format("blk.{}.ffn_{}_exps.weight", at.first, at.second), torch::stack(v)});
+  return out;
+}
+
 std::vector<TensorOut> gguf_tensors(const Checkpoint& ckpt, const std::string& type) {
   const ModelConfig& m = ckpt.config.model;
   ModernLM model = load_model(ckpt);  // checks names and shapes
@@ -165,23 +197,34 @@ std::vector<TensorOut> gguf_tensors(const Checkpoint& ckpt, const std::string& t
   // llama.cpp's llama rotates adjacent pairs (half-layout q/k rows permuted to them); its qwen3
   // half-split ones (NEOX), as lmx's half layout (interleaved q/k rows and QK-norm gains permuted).
   const bool neox = hf_family(m).qk_norm;
-  for (const auto& [name, value] : llama_tensors(model, m)) {
+  for (const auto& [name, value] : stack_experts(llama_tensors(model, m), m)) {
     torch::Tensor t = value.to(torch::kFloat32);
     if (follows_rope_layout(name)) {
       if (!neox && m.rope_layout == RopeLayout::Half) t = half_to_interleaved(t, m.dim_head());
       if (neox && m.rope_layout == RopeLayout::Interleaved) t = to_half_layout(t, m.dim_head());
     }
     GgmlType gt = kGgmlF32;
-    if (t.dim() == 2 && type == "f16") t = t.to(torch::kFloat16), gt = kGgmlF16;
-    if (t.dim() == 2 && type == "bf16") t = t.to(torch::kBFloat16), gt = kGgmlBF16;
-    out.push_back({gguf_name(name), t.contiguous(), gt});
+    if (t.dim() >= 2 && type == "f16") t = t.to(torch::kFloat16), gt = kGgmlF16;
+    if (t.dim() >= 2 && type == "bf16") t = t.to(torch::kBFloat16), gt = kGgmlBF16;
+    out.push_back({name.rfind("blk.", 0) == 0 ? name : gguf_name(name), t.contiguous(), gt});
   }
   return out;
 }
 
 }  // namespace
 
-std::string gguf_blocker(const ModelConfig& m) { return hf_llama_blocker(m); }
+std::string gguf_blocker(const ModelConfig& m) {
+  if (m.ffn != "moe") return hf_llama_blocker(m);
+  // Mixtral: llama.cpp's llama with routed SwiGLU experts (softmax router, top-k renormalized:
+  // lmx's MoE), no shared ones, no QK-norm (its qwen3 has no experts)
+  if (m.moe_shared_experts > 0)
+    return fmt::format("model.moe_shared_experts is {} (Mixtral has no shared experts; DeepSeek's are not exported)",
+                       m.moe_shared_experts);
+  if (m.qk_norm) return "model.qk_norm with model.ffn moe (llama.cpp's qwen3 has no experts; Qwen 3's MoE is not exported)";
+  ModelConfig dense = m;
+  dense.ffn = "swiglu";  // the rest as a Llama's
+  return hf_llama_blocker(dense);
+}
 
 const std::vector<std::string>& gguf_types() {
   static const std::vector<std::string> names = {"f32", "f16", "bf16"};

@@ -1,6 +1,8 @@
 // GGUF v3 files for llama.cpp's `llama` architecture, or `qwen3` for a model with QK-norm (its
 // keys llama's under qwen3., its tensors llama's plus blk.N.attn_q_norm / attn_k_norm, its RoPE
-// over half-split pairs as lmx's half layout) (ggml's gguf.md): a header ("GGUF", version
+// over half-split pairs as lmx's half layout), and Mixtral's experts for model.ffn moe (llama's
+// expert_count / expert_used_count, blk.N.ffn_gate_inp the router, ffn_{gate,up,down}_exps the
+// experts stacked (E, F, C) / (E, C, F)) (ggml's gguf.md): a header ("GGUF", version
 // 3, tensor count, metadata count), metadata key/value pairs, tensor infos (name, dims fastest-
 // first, ggml type, offset), then the tensor data, each tensor aligned to general.alignment (32).
 // What maps: d_model llama.embedding_length, d_ff feed_forward_length, n_heads / n_kv_heads
@@ -38,7 +40,8 @@ struct GgufVocab {
   std::string spm_type;             // SentencePiece's trainer_spec.model_type: bpe, unigram ("" otherwise)
 };
 
-// "" when llama.cpp's `llama` graph expresses the config; else what blocks it, naming the component.
+// "" when llama.cpp's `llama` (or `qwen3`) graph expresses the config, Mixtral's experts included;
+// else what blocks it, naming the component.
 std::string gguf_blocker(const ModelConfig& m);
 
 // (H·D, C) rows in the half layout (pairs i, i + D/2) -> the interleaved layout (2i, 2i+1), per head

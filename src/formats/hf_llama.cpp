@@ -91,6 +91,7 @@ std::string hf_llama_blocker(const ModelConfig& m) {
     return fmt::format("model.attention is {} (Llama: {}, i.e. MHA/GQA/MQA)", m.attention, llama_name(Kind::Attention));
   if (!registry::norm(m).llama) return fmt::format("model.norm is {} (Llama: {})", m.norm, llama_name(Kind::Norm));
   if (m.norm_placement != NormPlacement::Pre) return fmt::format("model.norm_placement is {} (Llama: pre)", option_name(m.norm_placement));
+  if (m.ffn == "moe") return "model.ffn is moe (Llama has no experts; lmx writes Mixtral as GGUF only: --gguf)";
   if (!registry::ffn(m).llama) return fmt::format("model.ffn is {} (Llama: {})", m.ffn, llama_name(Kind::Ffn));
   if (!registry::position(m).llama) return fmt::format("model.position is {} (Llama: {})", m.position, llama_name(Kind::Position));
   if (m.bias) return "model.bias is true (Llama: no biases)";
