@@ -146,6 +146,9 @@ void stress(const std::string& verb, const std::vector<std::string>& args, const
     CHECK(tmp_files(out).empty());
     auto r = test::run_lmx("-q " + resume_verb + " '" + out + "'");
     INFO(r.output);
+    if (r.code != 0 && r.code != 2)  // a failed resume: every log under the output, to diagnose it
+      for (const auto& f : fs::recursive_directory_iterator(out))
+        if (f.path().extension() == ".log") UNSCOPED_INFO(f.path().string() << ":\n" << test::read_file(f.path().string()));
     if (r.code == 2) {  // stopped before the job was recorded (train.json, runs/): no results either
       CHECK(run_dirs(out).empty());
       continue;

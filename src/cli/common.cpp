@@ -24,6 +24,7 @@
 #include "util/error.h"
 #include "util/fork_server.h"
 #include "util/log_sink.h"
+#include "util/process.h"
 
 namespace fs = std::filesystem;
 
@@ -90,7 +91,7 @@ void check_writable(const std::string& dir) {
 }
 
 namespace {
-constexpr const char* kLockFile = ".lmx.lock";
+constexpr const char* kLockFile = process::kOutLockFile;
 }  // namespace
 
 void lock_out_dir(const std::string& dir) {

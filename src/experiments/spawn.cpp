@@ -22,7 +22,7 @@ int spawn_self(const std::vector<std::string>& args, const std::string& log_path
                const std::vector<std::string>& env, fork_server::Client* server) {
   // Until the child is registered (add_child), a second interrupt waits before exiting: it then
   // waits for this child too, which got the signals as every registered one did.
-  signals::WriteGuard starting;
+  signals::SpawnGuard starting;
   // argv[0] names the binary for ps and logs; the program comes from the file opened at start.
   std::vector<std::string> argv_s = {runtime::self_path()};
   const std::string exec_path = runtime::self_exec_path();

@@ -23,6 +23,7 @@
 #include "util/error.h"
 #include "util/jobserver.h"
 #include "util/log.h"
+#include "util/process.h"
 #include "util/progress.h"
 #include "util/runtime.h"
 #include "util/signals.h"
@@ -240,6 +241,8 @@ class SweepScheduler {
     while (static_cast<int>(running_.size()) < jobs_ && next_ < runs_.size() && !signals::interrupted()) {
       const SweepRun& r = runs_[next_];
       Table kept;
+      if (opt_.resume && !process::wait_until_unlocked(r.dir, 30))
+        log::warn("sweep", "{}: still in use by another lmx process after 30 s (a run of the stopped sweep?)", r.dir);
       if (opt_.resume && train_out_finished(r.dir, kept)) {
         collect(next_, kept);
         status_[next_] = 0;

@@ -1,8 +1,13 @@
 #include "util/process.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 extern char** environ;
 
@@ -38,6 +43,19 @@ int spawn_in_own_group(const std::string& path, const std::vector<std::string>& 
   const int rc = posix_spawn(pid, path.c_str(), actions, &attr, argv_p.data(), env_p.data());
   posix_spawnattr_destroy(&attr);
   return rc;
+}
+
+bool wait_until_unlocked(const std::string& dir, double seconds) {
+  const std::string path = dir + "/" + kOutLockFile;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;  // no lock file: nobody wrote there
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  bool free = false;
+  while (!(free = flock(fd, LOCK_EX | LOCK_NB) == 0) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (free) flock(fd, LOCK_UN);
+  ::close(fd);
+  return free;
 }
 
 }  // namespace lmx::process

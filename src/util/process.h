@@ -19,4 +19,14 @@ std::vector<std::string> environment_with(const std::vector<std::string>& overri
 int spawn_in_own_group(const std::string& path, const std::vector<std::string>& argv,
                        const std::vector<std::string>& env, const posix_spawn_file_actions_t* actions, pid_t* pid);
 
+// The lock file every lmx process holds (flock) in the run or sweep folder it writes
+// (cli/common.h lock_out_dir).
+inline constexpr const char* kOutLockFile = ".lmx.lock";
+
+// Waits until no process holds dir's lock file, at most `seconds` (polling): true when it is
+// free or there is none. A sweep resumed right after a second Ctrl-C can find a run of the
+// stopped sweep still ending (a run that took both interrupts as one finishes its step, or its
+// last evaluation, and writes its results), and must not clear or restart its folder meanwhile.
+bool wait_until_unlocked(const std::string& dir, double seconds);
+
 }  // namespace lmx::process

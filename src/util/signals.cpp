@@ -39,6 +39,7 @@ int g_wake[2] = {-1, -1};                    // gets a byte at the first interru
 std::mutex g_write_mutex;
 std::condition_variable g_write_cv;
 int g_writes = 0;
+int g_spawns = 0;  // SpawnGuard: children being started
 bool g_exiting = false;
 std::vector<std::string> g_tmp_files;
 
@@ -86,6 +87,7 @@ void wait_for_children() {
   std::unique_lock<std::mutex> lock(g_write_mutex);
   g_exiting = true;
   g_write_cv.wait_for(lock, std::chrono::seconds(2), [] { return g_writes == 0; });
+  g_write_cv.wait_for(lock, std::chrono::seconds(10), [] { return g_spawns == 0; });
   wait_for_children();
   for (const auto& tmp : g_tmp_files) ::unlink(tmp.c_str());
   say(msg);
@@ -208,6 +210,18 @@ WriteGuard::~WriteGuard() {
         g_tmp_files.erase(it);
         break;
       }
+  g_write_cv.notify_all();
+}
+
+SpawnGuard::SpawnGuard() {
+  std::unique_lock<std::mutex> lock(g_write_mutex);
+  g_write_cv.wait(lock, [] { return !g_exiting; });  // exiting: no child starts
+  ++g_spawns;
+}
+
+SpawnGuard::~SpawnGuard() {
+  std::lock_guard<std::mutex> lock(g_write_mutex);
+  --g_spawns;
   g_write_cv.notify_all();
 }
 

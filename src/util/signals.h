@@ -42,4 +42,17 @@ class WriteGuard {
   std::string tmp_;
 };
 
+// Held while a child is being started, until add_child has registered it: a second signal then
+// waits for the start (at most 10 s, not a write's 2 s: a fork server's reply can take longer on
+// a loaded machine), so the new child gets the signals (add_child replays them) and is waited
+// for like every registered one. With a write's 2 s the sweep could exit first, and a run
+// started after it would never be signalled.
+class SpawnGuard {
+ public:
+  SpawnGuard();
+  ~SpawnGuard();
+  SpawnGuard(const SpawnGuard&) = delete;
+  SpawnGuard& operator=(const SpawnGuard&) = delete;
+};
+
 }  // namespace lmx::signals
