@@ -161,15 +161,18 @@ namespace {
 // and (1 − t²)·dy over a kept t backward) the step cost of model.logit_softcap was ~0.8 ms of
 // the Llama preset's ~11.5 (lmx bench --breakdown). Every path that caps logits (training,
 // evaluation, generation, the decoding engine) calls soft_cap, so they all take the same values.
+// y[0, n) = c·tanh(z/c) (y may be z: in place), over the threads.
+void cap_floats(const float* z, float* y, int64_t n, double c) {
+  const kernels::ActOp op{kernels::ActKind::SoftCap, static_cast<float>(c)};
+  const auto& k = kernels::ffn_kernels();
+  kernels::parallel_for(n, 1 << 14, [&](int64_t b, int64_t e) { k.act_forward(op, z + b, e - b, y + b, nullptr); });
+}
+
 class SoftCapFn : public torch::autograd::Function<SoftCapFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& z, double c) {
     auto y = torch::empty_like(z);
-    const kernels::ActOp op{kernels::ActKind::SoftCap, static_cast<float>(c)};
-    const auto& k = kernels::ffn_kernels();
-    const float* pz = z.data_ptr<float>();
-    float* py = y.data_ptr<float>();
-    kernels::parallel_for(z.numel(), 1 << 14, [&](int64_t b, int64_t e) { k.act_forward(op, pz + b, e - b, py + b, nullptr); });
+    cap_floats(z.data_ptr<float>(), y.data_ptr<float>(), z.numel(), c);
     ctx->save_for_backward({z});
     ctx->saved_data["c"] = c;
     return y;
@@ -200,10 +203,7 @@ torch::Tensor ModernLMImpl::soft_cap(torch::Tensor logits) const {
     logits = logits.contiguous();
     if (logits.requires_grad()) return SoftCapFn::apply(logits, c);
     torch::NoGradGuard no_grad;  // in place: lmx generate, evaluation, the decoding engine
-    const kernels::ActOp op{kernels::ActKind::SoftCap, static_cast<float>(c)};
-    const auto& k = kernels::ffn_kernels();
-    float* p = logits.data_ptr<float>();
-    kernels::parallel_for(logits.numel(), 1 << 14, [&](int64_t b, int64_t e) { k.act_forward(op, p + b, e - b, p + b, nullptr); });
+    cap_floats(logits.data_ptr<float>(), logits.data_ptr<float>(), logits.numel(), c);
     return logits;
   }
   // LibTorch's ops elsewhere (bf16, another device, the kernels off), as HF's Gemma 2 runs them
